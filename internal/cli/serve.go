@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/raygw/raygw/internal/config"
+	"github.com/raygw/raygw/internal/engine/llamacpp"
+	"github.com/raygw/raygw/internal/engine/openaicompat"
+	"github.com/raygw/raygw/internal/engine/single"
+	"github.com/raygw/raygw/internal/server"
+	"github.com/raygw/raygw/internal/supervisor"
+	"github.com/raygw/raygw/internal/telemetry"
+)
+
+func init() { register(newServeCmd) }
+
+func newServeCmd(g *Globals) *cobra.Command {
+	var mode, host string
+	var port int
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the OpenAI-compatible gateway (and, in managed mode, llama-server)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			flags := map[string]string{}
+			if mode != "" {
+				flags["RAY_ENGINE_MODE"] = mode
+			}
+			if host != "" {
+				flags["RAY_HOST"] = host
+			}
+			if port != 0 {
+				flags["RAY_PORT"] = strconv.Itoa(port)
+			}
+			cfg, err := g.Load(flags)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg)
+		},
+	}
+	cmd.Flags().StringVar(&mode, "engine-mode", "", "managed (start llama-server) or external (use RAY_MODEL_BASE_URL)")
+	cmd.Flags().StringVar(&host, "host", "", "listen address (RAY_HOST)")
+	cmd.Flags().IntVar(&port, "port", 0, "listen port (RAY_PORT)")
+	return cmd
+}
+
+// serve runs the gateway until ctx is cancelled (SIGINT/SIGTERM), then stops
+// accepting, drains in-flight requests and finally stops the engine.
+func serve(ctx context.Context, cfg *config.Loaded) error {
+	log := telemetry.NewLogger(os.Stderr, cfg.LogLevel, cfg.Telemetry.ServiceName)
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration", "warning", w)
+	}
+	if err := cfg.CheckStartup(); err != nil {
+		return err
+	}
+	metrics := telemetry.NewMetrics()
+
+	// The engine outlives the HTTP server: it stops only after the drain.
+	engineCtx, stopEngine := context.WithCancel(context.Background())
+	defer stopEngine()
+	tr := openaicompat.NewTransport()
+	engineDone := make(chan struct{})
+	var eng *single.Engine
+	if cfg.Engine.Mode == "managed" {
+		launch := llamacpp.FromConfig(cfg.Config)
+		if launch.Binary == "" {
+			return errors.New("RAY_LLAMA_CPP_BINARY_PATH: managed mode needs the llama-server executable")
+		}
+		if _, err := os.Stat(launch.ModelPath); err != nil {
+			return fmt.Errorf("RAY_LLAMA_CPP_MODEL_PATH: %w", err)
+		}
+		eng = single.New(openaicompat.New(launch.BaseURL(), cfg.Model.APIKey, tr), cfg.Model.ContextWindow, true, log)
+		sup := supervisor.New(supervisor.Spec{
+			Name: "llama-server", Argv: launch.Argv(), HealthURL: launch.BaseURL() + "/health",
+			StartTimeout: time.Duration(cfg.Deploy.ReadyTimeoutSeconds) * time.Second,
+			Output:       engineLog{log: log}, Logger: log,
+			OnStateChange: func(st supervisor.Status) {
+				healthy := st.State == supervisor.Healthy
+				if healthy {
+					metrics.EngineUp.Set(1)
+				} else {
+					metrics.EngineUp.Set(0)
+				}
+				if st.State == supervisor.Unhealthy {
+					metrics.Restarts.Inc()
+				}
+				eng.SetReady(engineCtx, healthy)
+				if healthy && cfg.Model.WarmOnBoot {
+					go eng.Warm(engineCtx, cfg.Model.Ref)
+				}
+			},
+		})
+		log.Info("starting llama-server", "argv", launch.Argv())
+		go func() { defer close(engineDone); _ = sup.Run(engineCtx) }()
+	} else {
+		eng = single.New(openaicompat.New(cfg.Model.BaseURL, cfg.Model.APIKey, tr), cfg.Model.ContextWindow, false, log)
+		go func() { defer close(engineDone); eng.Probe(engineCtx, 2*time.Second) }()
+	}
+
+	srv, err := server.New(server.Deps{Config: cfg, Backend: eng, Metrics: metrics, Logger: log})
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddr())
+	if err != nil {
+		return fmt.Errorf("RAY_HOST/RAY_PORT: %w", err)
+	}
+	log.Info("raygw listening", "addr", ln.Addr().String(), "profile", cfg.Profile, "engine_mode", cfg.Engine.Mode,
+		"model", cfg.Model.ID, "auth", cfg.Auth.Enabled)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	drain := time.Duration(cfg.Engine.ShutdownDrainMS) * time.Millisecond
+	log.Info("shutting down: draining in-flight requests", "timeout", drain.String())
+	srv.SetDraining()
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("drain timed out; closing remaining connections", "err", err)
+		_ = hs.Close()
+	}
+	stopEngine()
+	<-engineDone
+	log.Info("stopped")
+	return nil
+}
+
+// engineLog forwards the engine's output lines to the log at debug level.
+type engineLog struct{ log *slog.Logger }
+
+func (e engineLog) Write(p []byte) (int, error) {
+	e.log.Debug("engine output", "component", "llama-server", "text", string(p))
+	return len(p), nil
+}

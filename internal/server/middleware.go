@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/raygw/raygw/internal/openai"
+)
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+func requestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// requestID gives every request an id, echoed in X-Request-Id.
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id := hex.EncodeToString(b[:])
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+// recoverPanics turns a handler panic into a logged 500.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic", "request_id", requestIDFrom(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				openai.WriteError(w, openai.Internal(fmt.Errorf("panic: %v", v)))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter records the status code and keeps Flush working.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// accessLog logs requests slower than the slow-request threshold and every
+// error at debug level; nothing secret is logged.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	slow := time.Duration(s.cfg.Telemetry.SlowRequestThresholdMS) * time.Millisecond
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := s.now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		d := s.now().Sub(start)
+		if slow > 0 && d >= slow {
+			s.metrics.SlowTotal.Inc()
+			s.log.Info("slow request", "request_id", requestIDFrom(r.Context()), "method", r.Method, "path", r.URL.Path,
+				"status", sw.status, "duration_ms", d.Milliseconds())
+		} else {
+			s.log.Debug("request", "request_id", requestIDFrom(r.Context()), "method", r.Method, "path", r.URL.Path,
+				"status", sw.status, "duration_ms", d.Milliseconds())
+		}
+	})
+}
+
+// instrument records per-route counts, latency and in-flight requests.
+func (s *Server) instrument(route string, next http.Handler) http.Handler {
+	dur := s.metrics.Duration.WithLabelValues(route)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := s.now()
+		s.metrics.Inflight.Inc()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			s.metrics.Inflight.Dec()
+			code := sw.status
+			if code == 0 {
+				code = http.StatusOK
+			}
+			s.metrics.Requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+			dur.Observe(s.now().Sub(start).Seconds())
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
