@@ -43,11 +43,16 @@ func (s *Stop) UnmarshalJSON(b []byte) error {
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {
-		return errors.New("expected a string or a list of strings")
+		return &fieldError{"stop", "stop must be a string or a list of strings"}
 	}
 	*s = many
 	return nil
 }
+
+// fieldError is a decoding error of a field with a custom decoder.
+type fieldError struct{ field, msg string }
+
+func (e *fieldError) Error() string { return e.msg }
 
 // ContentPart is one element of an array-form message content.
 type ContentPart struct {
@@ -73,7 +78,7 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 		return json.Unmarshal(b, &c.Text)
 	}
 	if err := json.Unmarshal(b, &c.Parts); err != nil {
-		return errors.New("expected a string or a list of content parts")
+		return &fieldError{"content", "message content must be a string or a list of content parts"}
 	}
 	if c.Parts == nil {
 		c.Parts = []ContentPart{}
@@ -263,6 +268,10 @@ func jsonError(err error) *Error {
 			return BadRequest("", "request body must be a JSON object")
 		}
 		return BadRequest(field, "%s: expected %s, got JSON %s", field, typeName(te.Type.String()), te.Value)
+	}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return BadRequest(fe.field, "%s", fe.msg)
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
