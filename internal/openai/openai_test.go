@@ -90,7 +90,7 @@ func TestDecodeChat(t *testing.T) {
 		`{"model":"m","messages":[{"role":"user","content":1}]}`:                       "content",
 		`{"model":"m","messages":[{"role":"user","content":"x"}],"n":2}`:               "n must be",
 		`{"model":"m","messages":[{"role":"user","content":"x"}],"stop":[1]}`:          "stop",
-		`{"model":"m","messages":[{"role":"user","content":"x"}]} {}`:                  "after the JSON object",
+		`{"model":"m","messages":[{"role":"user","content":"x"}]} {}`:                  "malformed JSON",
 		`{"model":"m","messages":[{"role":"user","content":"x"}],"stream_options":{}}`: "stream_options",
 		`[]`:                    "JSON object",
 		`null`:                  "JSON object",
