@@ -187,3 +187,26 @@ func TestParseEnvFile(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestPrintMasksSecretsAndNamesSources(t *testing.T) {
+	l, err := Load(Options{Environ: []string{"RAY_API_KEYS=sk-live-123,sk-live-456", "RAY_PORT=3100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := l.Print(&b, false); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "sk-live") {
+		t.Fatal("a secret was printed")
+	}
+	for _, want := range []string{"RAY_API_KEYS", "****", "environment", "RAY_PORT", "3100", "RAY_CACHE_TTL_MS", "120000", "profile"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if n := strings.Count(out, "\n"); n != len(Settings())+1 {
+		t.Errorf("%d lines for %d settings", n, len(Settings()))
+	}
+}
