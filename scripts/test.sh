@@ -12,7 +12,10 @@ go vet ./...
 echo "== go test" >&2
 go test -count=1 -timeout 30m ./...
 echo "== benchmarks (once each)" >&2
-go test -count=1 -run '^$' -bench . -benchtime=1x -timeout 15m ./... > /tmp/raygw-bench-once.txt
-grep -E '^(ok|FAIL|Benchmark)' /tmp/raygw-bench-once.txt | grep -c '^Benchmark' | xargs -I{} echo "benchmarks run: {}" >&2
-grep -q '^FAIL' /tmp/raygw-bench-once.txt && { cat /tmp/raygw-bench-once.txt; exit 1; }
+out=$(mktemp)
+if ! go test -count=1 -run '^$' -bench . -benchmem -benchtime=1x -timeout 15m ./... > "$out" 2>&1; then
+  cat "$out"; exit 1
+fi
+echo "benchmarks run once: $(grep -c '^Benchmark' "$out" || true)" >&2
+rm -f "$out"
 echo "== all tests passed" >&2
