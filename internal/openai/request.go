@@ -263,7 +263,7 @@ func decode(body []byte, v any, known map[string]bool) (map[string]json.RawMessa
 func jsonError(err error) *Error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		field := te.Field
+		field := fieldPath(te.Field)
 		if field == "" {
 			return BadRequest("", "request body must be a JSON object")
 		}
@@ -282,6 +282,20 @@ func jsonError(err error) *Error {
 	}
 	// Errors from custom unmarshalers name no field; keep their text.
 	return BadRequest("", "invalid request: %v", err)
+}
+
+// fieldPath drops Go embedded-struct names (capitalised segments) from a
+// decoder field path, leaving the JSON path: "Sampling.max_tokens" -> "max_tokens".
+func fieldPath(field string) string {
+	parts := strings.Split(field, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" && p[0] >= 'A' && p[0] <= 'Z' {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
 }
 
 func typeName(t string) string {
