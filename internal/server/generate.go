@@ -67,6 +67,10 @@ func (s *Server) prepareUpstream(sp *openai.Sampling, extra *map[string]json.Raw
 	if ref := s.cfg.Model.Ref; ref != "" {
 		sp.Model = ref
 	}
+	// llama.cpp's native length fields would bypass the output cap.
+	for _, k := range []string{"n_predict", "max_new_tokens"} {
+		delete(*extra, k)
+	}
 	if s.cfg.LlamaCpp.CachePrompt {
 		if *extra == nil {
 			*extra = map[string]json.RawMessage{}

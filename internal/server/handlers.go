@@ -56,8 +56,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(30 * time.Second))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{}) // streams may run long
+	} else {
+		// Keep the deadline and drop the connection: the server must not
+		// go on draining a slow or oversized body after answering.
+		w.Header().Set("Connection", "close")
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
