@@ -38,9 +38,11 @@ func NewTransport() *http.Transport {
 		DialContext:         (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-		ForceAttemptHTTP2:   false,
+		// Shorter than llama-server's 5 s keep-alive, so the gateway drops an
+		// idle connection before the engine does.
+		IdleConnTimeout:    4 * time.Second,
+		DisableCompression: true,
+		ForceAttemptHTTP2:  false,
 	}
 }
 
@@ -57,6 +59,10 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) (*http.Resp
 		return nil, openai.Internal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	// A generation changes no engine state, so the request may be replayed
+	// when the engine closed a kept-alive connection just as it was reused.
+	// A nil header value marks it replayable and is never sent.
+	req.Header["X-Idempotency-Key"] = nil
 	if c.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
