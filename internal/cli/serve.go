@@ -109,7 +109,17 @@ func serve(ctx context.Context, cfg *config.Loaded) error {
 		go func() { defer close(engineDone); eng.Probe(engineCtx, 2*time.Second) }()
 	}
 
-	srv, err := server.New(server.Deps{Config: cfg, Backend: eng, Metrics: metrics, Logger: log})
+	engineURL := ""
+	if cfg.Engine.Mode == "managed" {
+		engineURL = llamacpp.FromConfig(cfg.Config).BaseURL()
+	} else if cfg.Model.BaseURL != "" {
+		engineURL = cfg.Model.BaseURL
+	}
+	stages, err := server.NewStages(cfg.Config, engineURL, &http.Client{Transport: tr})
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Deps{Config: cfg, Backend: eng, Stages: stages, Metrics: metrics, Logger: log})
 	if err != nil {
 		return err
 	}

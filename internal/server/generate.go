@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/raygw/raygw/internal/auth"
 	"github.com/raygw/raygw/internal/openai"
+	"github.com/raygw/raygw/internal/promptc"
+	"github.com/raygw/raygw/internal/respcache"
 )
 
 // job is one validated generation request on its way to the engine.
@@ -15,9 +18,15 @@ type job struct {
 	path       string // engine path
 	stream     bool
 	outputCap  int
-	promptText string // text used for the context-window check
+	promptText string // text used for token estimates and the context check
 	messages   int    // chat messages (template overhead), 0 for completions
 	body       any    // what is marshalled upstream
+	extra      *map[string]json.RawMessage
+	prefix     uint64 // prompt-prefix hash for slot affinity
+	family     string
+	cacheKey   respcache.Key
+	cacheable  bool
+	dedupeKey  string // "" when the request is not deterministic
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
@@ -32,13 +41,26 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if err := s.resolveModel(req.Model); err != nil {
 		return err
 	}
+	var res promptc.Result
+	if s.stages.Compiler != nil {
+		res = s.stages.Compiler.Chat(req)
+	}
 	var text strings.Builder
 	for _, m := range req.Messages {
 		text.WriteString(m.Content.String())
 		text.WriteByte('\n')
 	}
 	j := &job{route: "chat", path: "/v1/chat/completions", stream: req.Stream, outputCap: s.capOutput(&req.Sampling),
-		promptText: text.String(), messages: len(req.Messages), body: req}
+		promptText: text.String(), messages: len(req.Messages), body: req, extra: &req.Extra,
+		prefix: res.PrefixKey, family: res.Family}
+	if s.stages.Cache != nil {
+		j.cacheKey, j.cacheable = s.stages.Cache.ChatKey(tenant(r), req)
+	}
+	if s.stages.Dedupe != nil {
+		if k, ok := respcache.ChatKey(respcache.InputParams, tenant(r), req); ok {
+			j.dedupeKey = string(k[:])
+		}
+	}
 	s.prepareUpstream(&req.Sampling, &req.Extra)
 	return s.generate(w, r, j)
 }
@@ -55,34 +77,53 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	if err := s.resolveModel(req.Model); err != nil {
 		return err
 	}
+	var res promptc.Result
+	if s.stages.Compiler != nil {
+		res = s.stages.Compiler.Completion(req)
+	}
 	j := &job{route: "completions", path: "/v1/completions", stream: req.Stream, outputCap: s.capOutput(&req.Sampling),
-		promptText: req.PromptText, body: req}
+		promptText: req.PromptText, body: req, extra: &req.Extra, prefix: res.PrefixKey, family: res.Family}
+	if s.stages.Cache != nil {
+		j.cacheKey, j.cacheable = s.stages.Cache.CompletionKey(tenant(r), req)
+	}
+	if s.stages.Dedupe != nil {
+		if k, ok := respcache.CompletionKey(respcache.InputParams, tenant(r), req); ok {
+			j.dedupeKey = string(k[:])
+		}
+	}
 	s.prepareUpstream(&req.Sampling, &req.Extra)
 	return s.generate(w, r, j)
 }
 
-// prepareUpstream rewrites what the engine must see: its own model name and
-// llama.cpp prompt caching.
+// tenant scopes cached answers: the client key's fingerprint when auth is on.
+func tenant(r *http.Request) string {
+	fp, _ := auth.FromContext(r.Context())
+	return fp
+}
+
+// prepareUpstream rewrites what the engine must see: its own model name,
+// no native length fields that would bypass the cap, and prompt caching.
 func (s *Server) prepareUpstream(sp *openai.Sampling, extra *map[string]json.RawMessage) {
 	if ref := s.cfg.Model.Ref; ref != "" {
 		sp.Model = ref
 	}
-	// llama.cpp's native length fields would bypass the output cap.
-	for _, k := range []string{"n_predict", "max_new_tokens"} {
+	if *extra == nil {
+		*extra = map[string]json.RawMessage{}
+	}
+	for _, k := range []string{"n_predict", "max_new_tokens", "id_slot"} {
 		delete(*extra, k)
 	}
 	if s.cfg.LlamaCpp.CachePrompt {
-		if *extra == nil {
-			*extra = map[string]json.RawMessage{}
-		}
 		if _, set := (*extra)["cache_prompt"]; !set {
 			(*extra)["cache_prompt"] = json.RawMessage("true")
 		}
 	}
 }
 
-// generate runs a job on the engine and writes the answer.
+// generate serves a job: from the response cache, by joining an identical
+// deterministic run already in flight, or by running it on the engine.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) error {
+	start := s.now()
 	client, err := s.backend.Client()
 	if err != nil {
 		return err
@@ -90,20 +131,35 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) error 
 	if err := s.checkContext(r.Context(), client, j); err != nil {
 		return err
 	}
-	payload, err := json.Marshal(j.body)
-	if err != nil {
-		return openai.Internal(err)
+	if j.cacheable {
+		if e, hit := s.stages.Cache.Get(j.cacheKey); hit {
+			w.Header().Set(headerCache, "hit")
+			return writeCached(w, e, j.stream)
+		}
+		w.Header().Set(headerCache, "miss")
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), durationMS(s.cfg.Model.TimeoutMS))
-	defer cancel()
-	start := s.now()
-	resp, err := client.Post(ctx, j.path, payload)
-	if err != nil {
-		return err
+	k := &sink{s: s, w: w, j: j, start: start}
+	if s.stages.Dedupe != nil && j.dedupeKey != "" {
+		run := func(ctx context.Context, emit func([]byte)) (*answer, error) { return s.run(ctx, client, j, emit) }
+		waiter, leader := s.stages.Dedupe.Join(r.Context(), j.dedupeKey, run)
+		defer waiter.Leave()
+		if !leader {
+			w.Header().Set(headerDedupe, "follower")
+		}
+		return s.follow(r.Context(), k, waiter.Next, waiter.Result)
 	}
-	defer resp.Body.Close()
-	if j.stream {
-		return s.relayStream(ctx, w, resp, j, start)
+	return s.runDirect(r.Context(), k, client)
+}
+
+// writeCached answers from a cache entry, as a stream when asked for one.
+func writeCached(w http.ResponseWriter, e *respcache.Entry, stream bool) error {
+	if stream {
+		openai.SSEHeaders(w.Header())
+		w.WriteHeader(http.StatusOK)
+		return e.Replay(openai.NewSSEWriter(w))
 	}
-	return s.relayJSON(ctx, w, resp, j)
+	w.Header().Set("Content-Type", e.ContentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(e.Body)
+	return nil
 }

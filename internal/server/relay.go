@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/raygw/raygw/internal/engine/openaicompat"
 	"github.com/raygw/raygw/internal/openai"
@@ -42,80 +39,35 @@ type usage struct {
 	} `json:"timings"`
 }
 
-func (s *Server) recordUsage(raw []byte) {
+func (s *Server) recordUsage(j *job, raw []byte) {
 	var u usage
 	if json.Unmarshal(raw, &u) != nil {
 		return
 	}
+	prompt, completion := 0, 0
 	switch {
-	case u.Timings != nil:
-		s.metrics.Tokens.WithLabelValues("prompt").Add(float64(u.Timings.PromptN))
-		s.metrics.Tokens.WithLabelValues("completion").Add(float64(u.Timings.PredictedN))
 	case u.Usage != nil:
-		s.metrics.Tokens.WithLabelValues("prompt").Add(float64(u.Usage.PromptTokens))
-		s.metrics.Tokens.WithLabelValues("completion").Add(float64(u.Usage.CompletionTokens))
-	}
-}
-
-// relayJSON copies a complete engine answer to the client.
-func (s *Server) relayJSON(ctx context.Context, w http.ResponseWriter, resp *http.Response, j *job) error {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return openaicompat.Classify(ctx, err)
-	}
-	s.recordUsage(body)
-	body = s.renameModel(body)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
-	return nil
-}
-
-// relayStream copies the engine's event stream to the client event by event.
-// Once the first event is out, failures are reported in-band as an error
-// event, the way OpenAI clients expect them.
-func (s *Server) relayStream(ctx context.Context, w http.ResponseWriter, resp *http.Response, j *job, start time.Time) error {
-	openai.SSEHeaders(w.Header())
-	w.WriteHeader(http.StatusOK)
-	out := openai.NewSSEWriter(w)
-	in := openai.NewSSEReader(resp.Body)
-	first := true
-	for {
-		data, err := in.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF // the engine closed the stream without [DONE]
-			}
-			s.streamFailed(ctx, out, err)
-			return nil
-		}
-		if bytes.Equal(data, openai.Done) {
-			_ = out.Done()
-			return nil
-		}
-		if first {
-			first = false
-			s.metrics.TTFT.WithLabelValues(j.route).Observe(s.now().Sub(start).Seconds())
-		}
-		if bytes.Contains(data, []byte(`"timings"`)) || bytes.Contains(data, []byte(`"usage"`)) {
-			s.recordUsage(data)
-		}
-		if err := out.Data(s.renameModel(data)); err != nil {
-			return nil // the client went away; ctx cancels the engine request
-		}
-	}
-}
-
-// streamFailed reports a broken stream to a client that is still there.
-func (s *Server) streamFailed(ctx context.Context, out *openai.SSEWriter, err error) {
-	if errors.Is(ctx.Err(), context.Canceled) {
+		prompt, completion = u.Usage.PromptTokens, u.Usage.CompletionTokens
+	case u.Timings != nil:
+		prompt, completion = u.Timings.PromptN, u.Timings.PredictedN
+	default:
 		return
 	}
-	e := openai.AsError(openaicompat.Classify(ctx, err))
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		e = &openai.Error{Status: 502, Type: "server_error", Code: "engine_stream_interrupted",
-			Message: "the model engine stopped in the middle of the answer", Cause: err}
+	s.metrics.Tokens.WithLabelValues("prompt").Add(float64(prompt))
+	s.metrics.Tokens.WithLabelValues("completion").Add(float64(completion))
+	if s.stages.Tokens != nil && prompt > 0 {
+		s.stages.Tokens.Observe(len([]rune(j.promptText)), prompt)
+	}
+}
+
+// streamFailed reports a broken stream in-band to a client that is still there.
+func (s *Server) streamFailed(ctx context.Context, out *openai.SSEWriter, err error) {
+	if errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled) {
+		return
+	}
+	var e *openai.Error
+	if !errors.As(err, &e) {
+		e = openai.AsError(openaicompat.Classify(ctx, err))
 	}
 	s.log.Warn("stream interrupted", "err", err)
 	msg, _ := json.Marshal(openai.Envelope{Error: openai.EnvelopeBody{Message: e.Message, Type: e.Type, Code: &e.Code}})

@@ -48,6 +48,7 @@ type Backend interface {
 type Deps struct {
 	Config  *config.Loaded
 	Backend Backend
+	Stages  *Stages // nil: every stage off
 	Metrics *telemetry.Metrics
 	Logger  *slog.Logger
 	Now     func() time.Time
@@ -64,6 +65,7 @@ type Server struct {
 	routes   []Route
 	limits   openai.Limits
 	sec      *security
+	stages   *Stages
 	draining atomic.Bool
 
 	// upstreamModel/clientModel are `"model":"<name>"` byte patterns used to
@@ -81,6 +83,10 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{cfg: d.Config.Config, backend: d.Backend, metrics: d.Metrics, log: d.Logger.With("component", "server"),
 		now: d.Now, mux: http.NewServeMux(), limits: openai.DefaultLimits}
+	s.stages = d.Stages
+	if s.stages == nil {
+		s.stages = &Stages{}
+	}
 	if ref := s.cfg.Model.Ref; ref != "" && ref != s.cfg.Model.ID {
 		up, _ := json.Marshal(ref)
 		cl, _ := json.Marshal(s.cfg.Model.ID)

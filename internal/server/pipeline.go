@@ -1,0 +1,251 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/raygw/raygw/internal/admission"
+	"github.com/raygw/raygw/internal/engine/openaicompat"
+	"github.com/raygw/raygw/internal/openai"
+	"github.com/raygw/raygw/internal/respcache"
+)
+
+// Response headers that make the pipeline visible per request.
+const (
+	headerQueueMS  = "X-Ray-Queue-Ms"
+	headerQueuePos = "X-Ray-Queue-Position"
+	headerCache    = "X-Ray-Cache"
+	headerDedupe   = "X-Ray-Dedupe"
+)
+
+// answer is the outcome of one engine run, shared by every waiter of a
+// deduplicated run.
+type answer struct {
+	meta   runMeta
+	body   []byte // non-streaming answer
+	events [][]byte
+}
+
+// runMeta is what a client learns about the scheduling of its run.
+type runMeta struct {
+	QueueMS  int64 `json:"q"`
+	Position int   `json:"p"`
+}
+
+// metaPrefix marks the first, internal event of a run; engine events are
+// JSON and never start with a NUL byte.
+var metaPrefix = []byte("\x00meta")
+
+// run executes a job once: admission, slot choice, the engine call, and the
+// cache fill. Stream events go to emit as they arrive.
+func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, emit func([]byte)) (*answer, error) {
+	a := &answer{}
+	if sched := s.stages.Sched; sched != nil {
+		t, err := sched.Acquire(ctx, admission.Job{PromptTokens: s.estimate(j), OutputCap: j.outputCap, PrefixKey: j.prefix})
+		if err != nil {
+			return nil, admissionError(err)
+		}
+		defer t.Release()
+		a.meta = runMeta{QueueMS: t.QueueDelay.Milliseconds(), Position: t.Position}
+		if t.Slot >= 0 {
+			(*j.extra)["id_slot"] = json.RawMessage(strconv.Itoa(t.Slot))
+		}
+	}
+	m, _ := json.Marshal(a.meta)
+	emit(append(append([]byte{}, metaPrefix...), m...))
+	slot := -1
+	if raw, ok := (*j.extra)["id_slot"]; ok {
+		slot, _ = strconv.Atoi(string(raw))
+	} else if tr := s.stages.Slots; tr != nil && j.prefix != 0 {
+		if slot = tr.Pick(ctx, j.prefix); slot >= 0 {
+			(*j.extra)["id_slot"] = json.RawMessage(strconv.Itoa(slot))
+		}
+	}
+	payload, err := json.Marshal(j.body)
+	if err != nil {
+		return nil, openai.Internal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, durationMS(s.cfg.Model.TimeoutMS))
+	defer cancel()
+	resp, err := client.Post(ctx, j.path, payload)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if tr := s.stages.Slots; tr != nil && slot >= 0 && j.prefix != 0 {
+		tr.Remember(slot, j.prefix)
+	}
+	if !j.stream {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+		if err != nil {
+			return nil, openaicompat.Classify(ctx, err)
+		}
+		s.recordUsage(j, body)
+		a.body = s.renameModel(body)
+	} else if err := s.readStream(ctx, resp.Body, j, a, emit); err != nil {
+		return nil, err
+	}
+	if j.cacheable {
+		s.stages.Cache.Put(j.cacheKey, &respcache.Entry{ContentType: "application/json", Body: a.body, Events: a.events})
+	}
+	return a, nil
+}
+
+// readStream relays engine events to emit, keeping them for the cache while
+// they fit its byte budget.
+func (s *Server) readStream(ctx context.Context, body io.Reader, j *job, a *answer, emit func([]byte)) error {
+	in := openai.NewSSEReader(body)
+	kept, limit := int64(0), s.cfg.Cache.MaxBytes
+	for {
+		data, err := in.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // closed without [DONE]
+			}
+			if ctx.Err() != nil {
+				return openaicompat.Classify(ctx, ctx.Err())
+			}
+			return streamError(err)
+		}
+		if bytes.Equal(data, openai.Done) {
+			return nil
+		}
+		if bytes.Contains(data, []byte(`"timings"`)) || bytes.Contains(data, []byte(`"usage"`)) {
+			s.recordUsage(j, data)
+		}
+		ev := append([]byte(nil), s.renameModel(data)...)
+		if j.cacheable {
+			if kept += int64(len(ev)); kept <= limit {
+				a.events = append(a.events, ev)
+			} else {
+				j.cacheable = false
+				a.events = nil
+			}
+		}
+		emit(ev)
+	}
+}
+
+func streamError(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &openai.Error{Status: 502, Type: "server_error", Code: "engine_stream_interrupted",
+			Message: "the model engine stopped in the middle of the answer", Cause: err}
+	}
+	return openai.Unavailable(2, err, "the model engine failed while answering")
+}
+
+// estimate is the job's prompt size in tokens for the scheduler's budgets.
+func (s *Server) estimate(j *job) int {
+	if s.stages.Tokens != nil {
+		return s.stages.Tokens.Count(j.promptText) + templateTokensPerMessage*j.messages
+	}
+	return len(j.promptText)/4 + templateTokensPerMessage*j.messages
+}
+
+// admissionError maps a scheduler refusal to its HTTP answer.
+func admissionError(err error) error {
+	switch {
+	case errors.Is(err, admission.ErrTooLarge):
+		return openai.TooLarge("request_too_large", "%v", err)
+	case errors.Is(err, admission.ErrQueueFull):
+		return &openai.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "queue_full",
+			Message: "the gateway's queue is full; retry later",
+			Header:  http.Header{"Retry-After": {strconv.Itoa(max(1, admission.RetryAfterSeconds(err)))}}}
+	case errors.Is(err, admission.ErrQueueTimeout):
+		return &openai.Error{Status: http.StatusGatewayTimeout, Type: "server_error", Code: "queue_timeout",
+			Message: "the request waited too long in the gateway's queue", Cause: err}
+	case errors.Is(err, admission.ErrCanceled):
+		return context.Canceled
+	}
+	return openai.Internal(err)
+}
+
+// sink writes one client's answer: JSON, or SSE started lazily at the first
+// engine event, so errors before it still get their HTTP status.
+type sink struct {
+	s     *Server
+	w     http.ResponseWriter
+	j     *job
+	start time.Time
+	out   *openai.SSEWriter
+	gone  bool // the client stopped reading
+}
+
+// event handles one run event for this client.
+func (k *sink) event(ev []byte) {
+	if bytes.HasPrefix(ev, metaPrefix) {
+		var m runMeta
+		if json.Unmarshal(ev[len(metaPrefix):], &m) == nil && k.out == nil {
+			k.w.Header().Set(headerQueueMS, strconv.FormatInt(m.QueueMS, 10))
+			k.w.Header().Set(headerQueuePos, strconv.Itoa(m.Position))
+		}
+		return
+	}
+	if k.gone || !k.j.stream {
+		return
+	}
+	if k.out == nil {
+		openai.SSEHeaders(k.w.Header())
+		k.w.WriteHeader(http.StatusOK)
+		k.out = openai.NewSSEWriter(k.w)
+		k.s.metrics.TTFT.WithLabelValues(k.j.route).Observe(k.s.now().Sub(k.start).Seconds())
+	}
+	if k.out.Data(ev) != nil {
+		k.gone = true
+	}
+}
+
+// finish ends the answer after the run returned a or err.
+func (k *sink) finish(ctx context.Context, a *answer, err error) error {
+	switch {
+	case err != nil && k.out == nil:
+		return err
+	case err != nil:
+		k.s.streamFailed(ctx, k.out, err)
+		return nil
+	case !k.j.stream:
+		k.w.Header().Set(headerQueueMS, strconv.FormatInt(a.meta.QueueMS, 10))
+		k.w.Header().Set(headerQueuePos, strconv.Itoa(a.meta.Position))
+		k.w.Header().Set("Content-Type", "application/json")
+		k.w.Header().Set("Content-Length", strconv.Itoa(len(a.body)))
+		k.w.WriteHeader(http.StatusOK)
+		_, _ = k.w.Write(a.body)
+		return nil
+	}
+	if k.out == nil { // an empty stream
+		openai.SSEHeaders(k.w.Header())
+		k.w.WriteHeader(http.StatusOK)
+		k.out = openai.NewSSEWriter(k.w)
+	}
+	_ = k.out.Done()
+	return nil
+}
+
+// runDirect runs the job for this client alone, streaming as it goes.
+func (s *Server) runDirect(ctx context.Context, k *sink, client *openaicompat.Client) error {
+	a, err := s.run(ctx, client, k.j, k.event)
+	return k.finish(ctx, a, err)
+}
+
+// follow delivers a shared run to this client.
+func (s *Server) follow(ctx context.Context, k *sink, next func(context.Context) ([]byte, error),
+	result func(context.Context) (*answer, error)) error {
+	for {
+		ev, err := next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return k.finish(ctx, nil, err)
+		}
+		k.event(ev)
+	}
+	a, err := result(ctx)
+	return k.finish(ctx, a, err)
+}

@@ -1,0 +1,48 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/raygw/raygw/internal/admission"
+	"github.com/raygw/raygw/internal/config"
+	"github.com/raygw/raygw/internal/dedupe"
+	"github.com/raygw/raygw/internal/promptc"
+	"github.com/raygw/raygw/internal/respcache"
+	"github.com/raygw/raygw/internal/slots"
+	"github.com/raygw/raygw/internal/tokenest"
+)
+
+// Stages are the request-shaping stages of one engine, in the order the
+// handler calls them. A nil stage is switched off.
+type Stages struct {
+	Compiler *promptc.Compiler
+	Tokens   *tokenest.Estimator
+	Cache    *respcache.Cache
+	Dedupe   *dedupe.Group[*answer]
+	Sched    *admission.Scheduler
+	Slots    *slots.Tracker // llama.cpp slot affinity; nil for other engines
+}
+
+// NewStages builds the stages of the RAY_* settings for the llama.cpp engine
+// at engineURL ("" for an engine without llama.cpp's native endpoints).
+func NewStages(cfg *config.Config, engineURL string, client *http.Client) (*Stages, error) {
+	c := *cfg
+	c.LlamaCpp.BaseURL = engineURL
+	st := &Stages{Tokens: tokenest.FromConfig(&c, client), Dedupe: dedupe.FromConfig[*answer](&c)}
+	// The compiler also names the prompt family and prefix when its
+	// rewriting is switched off.
+	st.Compiler = promptc.FromConfig(&c, st.Tokens)
+	var err error
+	if st.Cache, err = respcache.FromConfig(&c); err != nil {
+		return nil, err
+	}
+	var aff admission.Affinity
+	if engineURL != "" {
+		if st.Slots, err = slots.FromConfig(&c, client); err != nil {
+			return nil, err
+		}
+		aff = st.Slots
+	}
+	st.Sched = admission.FromConfig(&c, aff)
+	return st, nil
+}
