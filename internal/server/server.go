@@ -87,6 +87,9 @@ func New(d Deps) (*Server, error) {
 	if s.stages == nil {
 		s.stages = &Stages{}
 	}
+	if err := d.Metrics.Registry.Register(newStageCollector(s.stages)); err != nil {
+		return nil, err
+	}
 	if ref := s.cfg.Model.Ref; ref != "" && ref != s.cfg.Model.ID {
 		up, _ := json.Marshal(ref)
 		cl, _ := json.Marshal(s.cfg.Model.ID)
