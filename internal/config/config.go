@@ -121,6 +121,7 @@ type Scheduler struct {
 	DedupeInflight    bool `env:"RAY_SCHEDULER_DEDUPE_INFLIGHT" doc:"identical deterministic requests share one run"`
 	BatchWindowMS     int  `env:"RAY_SCHEDULER_BATCH_WINDOW_MS" doc:"arrivals this close together are ordered together"`
 	AffinityLookahead int  `env:"RAY_SCHEDULER_AFFINITY_LOOKAHEAD" doc:"queued requests scanned for a slot-affine one"`
+	SlotAffinity      bool `env:"RAY_SCHEDULER_SLOT_AFFINITY_ENABLED" doc:"route prompts to the llama.cpp slot holding their prefix"`
 	ShortJobMaxTokens int  `env:"RAY_SCHEDULER_SHORT_JOB_MAX_TOKENS" doc:"output caps up to this run ahead of long jobs"`
 }
 

@@ -69,6 +69,7 @@ var Profile1B = map[string]string{
 	"RAY_SCHEDULER_DEDUPE_INFLIGHT":                          "true",
 	"RAY_SCHEDULER_BATCH_WINDOW_MS":                          "5",
 	"RAY_SCHEDULER_AFFINITY_LOOKAHEAD":                       "12",
+	"RAY_SCHEDULER_SLOT_AFFINITY_ENABLED":                    "true",
 	"RAY_SCHEDULER_SHORT_JOB_MAX_TOKENS":                     "96",
 	"RAY_CACHE_ENABLED":                                      "true",
 	"RAY_CACHE_MAX_ENTRIES":                                  "256",

@@ -37,7 +37,7 @@ func NewStages(cfg *config.Config, engineURL string, client *http.Client) (*Stag
 		return nil, err
 	}
 	var aff admission.Affinity
-	if engineURL != "" {
+	if engineURL != "" && cfg.Scheduler.SlotAffinity {
 		if st.Slots, err = slots.FromConfig(&c, client); err != nil {
 			return nil, err
 		}
