@@ -118,3 +118,23 @@ func TestDecodeCompletionPrompt(t *testing.T) {
 		}
 	}
 }
+
+func TestEngineFieldsAllowList(t *testing.T) {
+	r, err := DecodeCompletion([]byte(`{"model":"m","prompt":"x","top_k":5,"n_probs":100000,"n_predict":9,"MAX_TOKENS":3,"samplers":["x"]}`), DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Extra) != 1 || string(r.Extra["top_k"]) != "5" {
+		t.Fatalf("forwarded %v, want only top_k", r.Extra)
+	}
+	for in, field := range map[string]string{
+		`{"model":"m","prompt":"x","top_k":-1}`:                    "top_k",
+		`{"model":"m","prompt":"x","ignore_eos":"yes"}`:            "ignore_eos",
+		`{"model":"m","prompt":"x","json_schema":"not an object"}`: "json_schema",
+	} {
+		var e *Error
+		if _, err := DecodeCompletion([]byte(in), DefaultLimits); !errors.As(err, &e) || e.Param != field {
+			t.Errorf("%s: %v, want 400 on %s", in, err, field)
+		}
+	}
+}

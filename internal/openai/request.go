@@ -149,7 +149,8 @@ type ChatRequest struct {
 	ToolChoice     json.RawMessage `json:"tool_choice,omitempty"`
 	Logprobs       *bool           `json:"logprobs,omitempty"`
 	TopLogprobs    *int            `json:"top_logprobs,omitempty"`
-	// Extra keeps fields raygw does not model; they are forwarded upstream.
+	// Extra keeps the engine fields of EngineFields; they are forwarded
+	// upstream. Other unknown fields are dropped.
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
@@ -257,7 +258,8 @@ func decode(body []byte, v any, known map[string]bool) (map[string]json.RawMessa
 			extra[k] = val
 		}
 	}
-	return extra, nil
+	extra, _, err := filterExtra(extra)
+	return extra, err
 }
 
 func jsonError(err error) *Error {

@@ -86,7 +86,7 @@ func (s *SSEReader) Next() ([]byte, error) {
 		line, err := s.readLine()
 		if err != nil {
 			if err == io.EOF && have {
-				return s.data.Bytes(), nil
+				return nil, io.ErrUnexpectedEOF // an event cut off before its blank line
 			}
 			if err == io.EOF && s.data.Len() == 0 {
 				return nil, io.EOF

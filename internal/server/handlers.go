@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -69,7 +70,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		if errors.As(err, &mbe) {
 			return nil, tooLargeBody(limit)
 		}
-		return nil, openai.BadRequest("", "could not read the request body: %v", err)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, &openai.Error{Status: http.StatusRequestTimeout, Type: "invalid_request_error",
+				Code: "request_timeout", Message: "the request body was not received in time", Cause: err}
+		}
+		return nil, &openai.Error{Status: http.StatusBadRequest, Type: "invalid_request_error",
+			Message: "the request body could not be read", Cause: err}
 	}
 	if len(body) == 0 {
 		return nil, openai.BadRequest("", "request body is empty; send a JSON object")

@@ -22,9 +22,9 @@ type Access int
 
 // Route access classes; every route declares one.
 const (
-	Public Access = iota // no credentials (health probes)
-	Client               // a client API key when auth is on
-	Admin                // an admin key (control plane, dashboard)
+	Public Access = iota + 1 // no credentials (health probes); the zero value is refused
+	Client                   // a client API key when auth is on
+	Admin                    // an admin key (control plane, dashboard)
 )
 
 // Route is one registered pattern with its access class.

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/raygw/raygw/internal/bench/upstream"
+	"github.com/raygw/raygw/internal/config"
+	"github.com/raygw/raygw/internal/engine/openaicompat"
+	"github.com/raygw/raygw/internal/openai"
+)
+
+type fixedBackend struct{ c *openaicompat.Client }
+
+func (b fixedBackend) Client() (*openaicompat.Client, error) { return b.c, nil }
+func (b fixedBackend) Ready() bool                           { return true }
+func (b fixedBackend) ContextWindow() int                    { return 8192 }
+
+var _ Backend = fixedBackend{}
+
+// BenchmarkChatThroughGateway measures the whole gateway path of one
+// non-streaming chat request (middleware, decode, pipeline stages, relay)
+// against an in-process upstream with no latency.
+func BenchmarkChatThroughGateway(b *testing.B) {
+	for _, stages := range []bool{false, true} {
+		name := "bare"
+		if stages {
+			name = "stages"
+		}
+		b.Run(name, func(b *testing.B) {
+			up := httptest.NewServer(upstream.New(upstream.Options{Tokens: 16}))
+			defer up.Close()
+			l, err := config.Load(config.Options{Flags: map[string]string{"RAY_AUTH_ENABLED": "false",
+				"RAY_RATE_LIMIT_ENABLED": "false", "RAY_MODEL_ID": "m", "RAY_SCHEDULER_CONCURRENCY": "64",
+				"RAY_SCHEDULER_BATCH_WINDOW_MS": "0"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			tr := openaicompat.NewTransport()
+			var st *Stages
+			if stages {
+				if st, err = NewStages(l.Config, "", &http.Client{Transport: tr}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			srv, err := New(Deps{Config: l, Backend: fixedBackend{openaicompat.New(up.URL, "", tr)}, Stages: st,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := srv.Handler()
+			body := []byte(`{"model":"m","messages":[{"role":"system","content":"You write short emails."},{"role":"user","content":"Tell Sam the meeting moved to 3pm."}],"max_tokens":16}`)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					if rec.Code != 200 {
+						b.Fatalf("status %d: %s", rec.Code, rec.Body.String())
+					}
+				}
+			})
+		})
+	}
+}
+
+var _ = openai.Done
