@@ -57,7 +57,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		j.cacheKey, j.cacheable = s.stages.Cache.ChatKey(tenant(r), req)
 	}
 	if s.stages.Dedupe != nil {
-		if k, ok := respcache.ChatKey(respcache.InputParams, tenant(r), req); ok {
+		if j.cacheable && s.cfg.Cache.KeyStrategy == string(respcache.InputParams) {
+			j.dedupeKey = string(j.cacheKey[:]) // the same key; no second hash
+		} else if k, ok := respcache.ChatKey(respcache.InputParams, tenant(r), req); ok {
 			j.dedupeKey = string(k[:])
 		}
 	}
@@ -87,7 +89,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 		j.cacheKey, j.cacheable = s.stages.Cache.CompletionKey(tenant(r), req)
 	}
 	if s.stages.Dedupe != nil {
-		if k, ok := respcache.CompletionKey(respcache.InputParams, tenant(r), req); ok {
+		if j.cacheable && s.cfg.Cache.KeyStrategy == string(respcache.InputParams) {
+			j.dedupeKey = string(j.cacheKey[:]) // the same key; no second hash
+		} else if k, ok := respcache.CompletionKey(respcache.InputParams, tenant(r), req); ok {
 			j.dedupeKey = string(k[:])
 		}
 	}

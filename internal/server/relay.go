@@ -27,30 +27,35 @@ func postJSON(ctx context.Context, c *openaicompat.Client, path string, in, out 
 	return json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out)
 }
 
-// usage is the part of an answer that feeds token metrics.
-type usage struct {
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-	Timings *struct {
-		PromptN    int `json:"prompt_n"`
-		PredictedN int `json:"predicted_n"`
-	} `json:"timings"`
+// tokenCounts reads an answer's token counts without parsing the whole
+// answer: the OpenAI "usage" object, else llama.cpp's "timings". Inside
+// generated text these keys appear only with escaped quotes, so the last
+// unescaped match is the top-level one.
+func tokenCounts(raw []byte) (prompt, completion int, ok bool) {
+	if i := bytes.LastIndex(raw, []byte(`"usage":`)); i >= 0 {
+		var u struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		}
+		if json.NewDecoder(bytes.NewReader(raw[i+len(`"usage":`):])).Decode(&u) == nil {
+			return u.PromptTokens, u.CompletionTokens, true
+		}
+	}
+	if i := bytes.LastIndex(raw, []byte(`"timings":`)); i >= 0 {
+		var t struct {
+			PromptN    int `json:"prompt_n"`
+			PredictedN int `json:"predicted_n"`
+		}
+		if json.NewDecoder(bytes.NewReader(raw[i+len(`"timings":`):])).Decode(&t) == nil {
+			return t.PromptN, t.PredictedN, true
+		}
+	}
+	return 0, 0, false
 }
 
 func (s *Server) recordUsage(j *job, raw []byte) {
-	var u usage
-	if json.Unmarshal(raw, &u) != nil {
-		return
-	}
-	prompt, completion := 0, 0
-	switch {
-	case u.Usage != nil:
-		prompt, completion = u.Usage.PromptTokens, u.Usage.CompletionTokens
-	case u.Timings != nil:
-		prompt, completion = u.Timings.PromptN, u.Timings.PredictedN
-	default:
+	prompt, completion, ok := tokenCounts(raw)
+	if !ok {
 		return
 	}
 	s.metrics.Tokens.WithLabelValues("prompt").Add(float64(prompt))
