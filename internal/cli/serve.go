@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,7 +48,7 @@ func newServeCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), cfg)
+			return serve(cmd.Context(), cfg, func() (*config.Loaded, error) { return g.Load(flags) })
 		},
 	}
 	cmd.Flags().StringVar(&mode, "engine-mode", "", "managed (start llama-server) or external (use RAY_MODEL_BASE_URL)")
@@ -57,7 +59,7 @@ func newServeCmd(g *Globals) *cobra.Command {
 
 // serve runs the gateway until ctx is cancelled (SIGINT/SIGTERM), then stops
 // accepting, drains in-flight requests and finally stops the engine.
-func serve(ctx context.Context, cfg *config.Loaded) error {
+func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loaded, error)) error {
 	log := telemetry.NewLogger(os.Stderr, cfg.LogLevel, cfg.Telemetry.ServiceName)
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration", "warning", w)
@@ -138,11 +140,20 @@ func serve(ctx context.Context, cfg *config.Loaded) error {
 		"model", cfg.Model.ID, "auth", cfg.Auth.Enabled)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
-	select {
-	case err := <-serveErr:
-		return err
-	case <-ctx.Done():
+wait:
+	for {
+		select {
+		case err := <-serveErr:
+			return err
+		case <-hup:
+			reloadKeys(srv, reload, log)
+		case <-ctx.Done():
+			break wait
+		}
 	}
 	drain := time.Duration(cfg.Engine.ShutdownDrainMS) * time.Millisecond
 	log.Info("shutting down: draining in-flight requests", "timeout", drain.String())
@@ -157,6 +168,18 @@ func serve(ctx context.Context, cfg *config.Loaded) error {
 	<-engineDone
 	log.Info("stopped")
 	return nil
+}
+
+// reloadKeys re-reads the configuration on SIGHUP and swaps the client and
+// admin keys; other changes need a restart. On any error the old keys stay.
+func reloadKeys(srv *server.Server, reload func() (*config.Loaded, error), log *slog.Logger) {
+	cfg, err := reload()
+	if err == nil {
+		err = srv.ReloadKeys(cfg.Config)
+	}
+	if err != nil {
+		log.Error("SIGHUP: keys not reloaded", "err", err)
+	}
 }
 
 // engineLog forwards the engine's output lines to the log at debug level.
