@@ -109,8 +109,6 @@ func GatewayUnit(c *config.Config, plan memplan.Plan, o Options) string {
 	fmt.Fprintf(&b, "LoadCredential=%s:%s\n", CredentialName, envFile)
 	fmt.Fprintf(&b, "WorkingDirectory=%s\n", c.StateDir)
 	fmt.Fprintf(&b, "ExecStart=%s\n", GatewayExecStart(c))
-	b.WriteString("# systemctl reload re-reads the env file and rotates API keys.\n")
-	b.WriteString("ExecReload=/bin/kill -HUP $MAINPID\n")
 	b.WriteString("Restart=on-failure\nRestartSec=2\n")
 	fmt.Fprintf(&b, "TimeoutStopSec=%d\n", c.Engine.ShutdownDrainMS/1000+10)
 	b.WriteString("LimitNOFILE=65536\n")
