@@ -68,6 +68,11 @@ func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loade
 		return err
 	}
 	metrics := telemetry.NewMetrics()
+	deployments, stopDeployments, err := startDeployments(cfg, metrics, log)
+	if err != nil {
+		return err
+	}
+	defer stopDeployments()
 
 	// The engine outlives the HTTP server: it stops only after the drain.
 	engineCtx, stopEngine := context.WithCancel(context.Background())
@@ -121,7 +126,8 @@ func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loade
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Deps{Config: cfg, Backend: eng, Stages: stages, Metrics: metrics, Logger: log})
+	srv, err := server.New(server.Deps{Config: cfg, Backend: eng, Stages: stages, Metrics: metrics, Logger: log,
+		Deployments: deployments})
 	if err != nil {
 		return err
 	}

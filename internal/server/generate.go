@@ -21,6 +21,8 @@ type job struct {
 	promptText string // text used for token estimates and the context check
 	messages   int    // chat messages (template overhead), 0 for completions
 	body       any    // what is marshalled upstream
+	backend    Backend
+	stages     *Stages
 	extra      *map[string]json.RawMessage
 	prefix     uint64 // prompt-prefix hash for slot affinity
 	family     string
@@ -38,12 +40,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.resolveModel(req.Model); err != nil {
+	tg, err := s.pick(r, req.Model, req.Extra)
+	if err != nil {
 		return err
 	}
 	var res promptc.Result
-	if s.stages.Compiler != nil {
-		res = s.stages.Compiler.Chat(req)
+	if tg.stages.Compiler != nil {
+		res = tg.stages.Compiler.Chat(req)
 	}
 	var text strings.Builder
 	for _, m := range req.Messages {
@@ -52,18 +55,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	}
 	j := &job{route: "chat", path: "/v1/chat/completions", stream: req.Stream, outputCap: s.capOutput(&req.Sampling),
 		promptText: text.String(), messages: len(req.Messages), body: req, extra: &req.Extra,
-		prefix: res.PrefixKey, family: res.Family}
-	if s.stages.Cache != nil {
-		j.cacheKey, j.cacheable = s.stages.Cache.ChatKey(tenant(r), req)
+		prefix: res.PrefixKey, family: res.Family, backend: tg.backend, stages: tg.stages}
+	if tg.stages.Cache != nil {
+		j.cacheKey, j.cacheable = tg.stages.Cache.ChatKey(tenant(r), req)
 	}
-	if s.stages.Dedupe != nil {
+	if tg.stages.Dedupe != nil {
 		if j.cacheable && s.cfg.Cache.KeyStrategy == string(respcache.InputParams) {
 			j.dedupeKey = string(j.cacheKey[:]) // the same key; no second hash
 		} else if k, ok := respcache.ChatKey(respcache.InputParams, tenant(r), req); ok {
 			j.dedupeKey = string(k[:])
 		}
 	}
-	s.prepareUpstream(&req.Sampling, &req.Extra)
+	s.prepare(tg, &req.Sampling, &req.Extra)
 	return s.generate(w, r, j)
 }
 
@@ -76,27 +79,38 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.resolveModel(req.Model); err != nil {
+	tg, err := s.pick(r, req.Model, req.Extra)
+	if err != nil {
 		return err
 	}
 	var res promptc.Result
-	if s.stages.Compiler != nil {
-		res = s.stages.Compiler.Completion(req)
+	if tg.stages.Compiler != nil {
+		res = tg.stages.Compiler.Completion(req)
 	}
 	j := &job{route: "completions", path: "/v1/completions", stream: req.Stream, outputCap: s.capOutput(&req.Sampling),
-		promptText: req.PromptText, body: req, extra: &req.Extra, prefix: res.PrefixKey, family: res.Family}
-	if s.stages.Cache != nil {
-		j.cacheKey, j.cacheable = s.stages.Cache.CompletionKey(tenant(r), req)
+		promptText: req.PromptText, body: req, extra: &req.Extra, prefix: res.PrefixKey, family: res.Family,
+		backend: tg.backend, stages: tg.stages}
+	if tg.stages.Cache != nil {
+		j.cacheKey, j.cacheable = tg.stages.Cache.CompletionKey(tenant(r), req)
 	}
-	if s.stages.Dedupe != nil {
+	if tg.stages.Dedupe != nil {
 		if j.cacheable && s.cfg.Cache.KeyStrategy == string(respcache.InputParams) {
 			j.dedupeKey = string(j.cacheKey[:]) // the same key; no second hash
 		} else if k, ok := respcache.CompletionKey(respcache.InputParams, tenant(r), req); ok {
 			j.dedupeKey = string(k[:])
 		}
 	}
-	s.prepareUpstream(&req.Sampling, &req.Extra)
+	s.prepare(tg, &req.Sampling, &req.Extra)
 	return s.generate(w, r, j)
+}
+
+// prepare rewrites the upstream request for its target.
+func (s *Server) prepare(tg target, sp *openai.Sampling, extra *map[string]json.RawMessage) {
+	if tg.dep != nil {
+		prepareTarget(tg, sp, extra)
+		return
+	}
+	s.prepareUpstream(sp, extra)
 }
 
 // tenant scopes cached answers: the client key's fingerprint when auth is on.
@@ -128,7 +142,7 @@ func (s *Server) prepareUpstream(sp *openai.Sampling, extra *map[string]json.Raw
 // deterministic run already in flight, or by running it on the engine.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) error {
 	start := s.now()
-	client, err := s.backend.Client()
+	client, err := j.backend.Client()
 	if err != nil {
 		return err
 	}
@@ -136,16 +150,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, j *job) error 
 		return err
 	}
 	if j.cacheable {
-		if e, hit := s.stages.Cache.Get(j.cacheKey); hit {
+		if e, hit := j.stages.Cache.Get(j.cacheKey); hit {
 			w.Header().Set(headerCache, "hit")
 			return writeCached(w, e, j.stream)
 		}
 		w.Header().Set(headerCache, "miss")
 	}
 	k := &sink{s: s, w: w, j: j, start: start}
-	if s.stages.Dedupe != nil && j.dedupeKey != "" {
+	if j.stages.Dedupe != nil && j.dedupeKey != "" {
 		run := func(ctx context.Context, emit func([]byte)) (*answer, error) { return s.run(ctx, client, j, emit) }
-		waiter, leader := s.stages.Dedupe.Join(r.Context(), j.dedupeKey, run)
+		waiter, leader := j.stages.Dedupe.Join(r.Context(), j.dedupeKey, run)
 		defer waiter.Leave()
 		if !leader {
 			w.Header().Set(headerDedupe, "follower")

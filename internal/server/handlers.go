@@ -37,6 +37,11 @@ type modelEntry struct {
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) error {
 	list := []modelEntry{{ID: s.cfg.Model.ID, Object: "model", Created: 0, OwnedBy: "raygw"}}
+	if s.deps != nil {
+		for _, m := range s.deps.Models() {
+			list = append(list, modelEntry{ID: m, Object: "model", OwnedBy: "raygw"})
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list})
 	return nil
 }

@@ -46,7 +46,7 @@ var metaPrefix = []byte("\x00meta")
 // cache fill. Stream events go to emit as they arrive.
 func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, emit func([]byte)) (*answer, error) {
 	a := &answer{}
-	if sched := s.stages.Sched; sched != nil {
+	if sched := j.stages.Sched; sched != nil {
 		t, err := sched.Acquire(ctx, admission.Job{PromptTokens: s.estimate(j), OutputCap: j.outputCap, PrefixKey: j.prefix})
 		if err != nil {
 			return nil, admissionError(err)
@@ -62,7 +62,7 @@ func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, e
 	slot := -1
 	if raw, ok := (*j.extra)["id_slot"]; ok {
 		slot, _ = strconv.Atoi(string(raw))
-	} else if tr := s.stages.Slots; tr != nil && j.prefix != 0 {
+	} else if tr := j.stages.Slots; tr != nil && j.prefix != 0 {
 		if slot = tr.Pick(ctx, j.prefix); slot >= 0 {
 			(*j.extra)["id_slot"] = json.RawMessage(strconv.Itoa(slot))
 		}
@@ -78,7 +78,7 @@ func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, e
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if tr := s.stages.Slots; tr != nil && slot >= 0 && j.prefix != 0 {
+	if tr := j.stages.Slots; tr != nil && slot >= 0 && j.prefix != 0 {
 		tr.Remember(slot, j.prefix)
 	}
 	if !j.stream {
@@ -92,7 +92,7 @@ func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, e
 		return nil, err
 	}
 	if j.cacheable {
-		s.stages.Cache.Put(j.cacheKey, &respcache.Entry{ContentType: "application/json", Body: a.body, Events: a.events})
+		j.stages.Cache.Put(j.cacheKey, &respcache.Entry{ContentType: "application/json", Body: a.body, Events: a.events})
 	}
 	return a, nil
 }
@@ -142,8 +142,8 @@ func streamError(err error) error {
 
 // estimate is the job's prompt size in tokens for the scheduler's budgets.
 func (s *Server) estimate(j *job) int {
-	if s.stages.Tokens != nil {
-		return s.stages.Tokens.Count(j.promptText) + templateTokensPerMessage*j.messages
+	if j.stages.Tokens != nil {
+		return j.stages.Tokens.Count(j.promptText) + templateTokensPerMessage*j.messages
 	}
 	return len(j.promptText)/4 + templateTokensPerMessage*j.messages
 }

@@ -60,8 +60,8 @@ func (s *Server) recordUsage(j *job, raw []byte) {
 	}
 	s.metrics.Tokens.WithLabelValues("prompt").Add(float64(prompt))
 	s.metrics.Tokens.WithLabelValues("completion").Add(float64(completion))
-	if s.stages.Tokens != nil && prompt > 0 {
-		s.stages.Tokens.Observe(len([]rune(j.promptText)), prompt)
+	if j.stages.Tokens != nil && prompt > 0 {
+		j.stages.Tokens.Observe(len([]rune(j.promptText)), prompt)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/raygw/raygw/internal/config"
+	"github.com/raygw/raygw/internal/deploy"
 	"github.com/raygw/raygw/internal/engine/openaicompat"
 	"github.com/raygw/raygw/internal/openai"
 	"github.com/raygw/raygw/internal/telemetry"
@@ -49,9 +50,11 @@ type Deps struct {
 	Config  *config.Loaded
 	Backend Backend
 	Stages  *Stages // nil: every stage off
-	Metrics *telemetry.Metrics
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// Deployments is the control plane; nil serves the gateway's own model only.
+	Deployments *deploy.Manager
+	Metrics     *telemetry.Metrics
+	Logger      *slog.Logger
+	Now         func() time.Time
 }
 
 // Server is the HTTP surface of one gateway.
@@ -66,6 +69,7 @@ type Server struct {
 	limits   openai.Limits
 	sec      *security
 	stages   *Stages
+	deps     *deploy.Manager
 	draining atomic.Bool
 
 	// upstreamModel/clientModel are `"model":"<name>"` byte patterns used to
@@ -84,6 +88,7 @@ func New(d Deps) (*Server, error) {
 	s := &Server{cfg: d.Config.Config, backend: d.Backend, metrics: d.Metrics, log: d.Logger.With("component", "server"),
 		now: d.Now, mux: http.NewServeMux(), limits: openai.DefaultLimits}
 	s.stages = d.Stages
+	s.deps = d.Deployments
 	if s.stages == nil {
 		s.stages = &Stages{}
 	}
@@ -107,6 +112,7 @@ func New(d Deps) (*Server, error) {
 	s.handle(Route{"GET /v1/models", Client, "models"}, s.errorHandler(s.models))
 	s.handle(Route{"POST /v1/chat/completions", Client, "chat"}, s.errorHandler(s.chat))
 	s.handle(Route{"POST /v1/completions", Client, "completions"}, s.errorHandler(s.completions))
+	s.registerDeployments()
 	s.mux.Handle("/", s.errorHandler(func(w http.ResponseWriter, r *http.Request) error {
 		return openai.NotFound("not_found", "no route for %s %s", r.Method, r.URL.Path)
 	}))

@@ -20,7 +20,7 @@ func durationMS(ms int) time.Duration { return time.Duration(ms) * time.Millisec
 // pass with no engine call, and only prompts near the limit are counted
 // exactly with the engine's own template and tokenizer.
 func (s *Server) checkContext(ctx context.Context, c *openaicompat.Client, j *job) error {
-	window := s.backend.ContextWindow()
+	window := j.backend.ContextWindow()
 	if window <= 0 {
 		return nil
 	}

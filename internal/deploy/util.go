@@ -1,0 +1,5 @@
+package deploy
+
+import "errors"
+
+func asType[T error](err error, target *T) bool { return errors.As(err, target) }

@@ -1,0 +1,114 @@
+package server
+
+// deployments.go connects the deployments control plane (internal/deploy):
+// its admin API under /api/v1/deployments, the /d/{name}/v1 data routes, and
+// the choice of a deployment by model on the top-level /v1 routes. A request
+// for the gateway's own model keeps the single-engine pipeline; a request
+// for a deployment runs the same handler with the deployment as its backend
+// (routing across its replicas) and the engine-specific stages off.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/raygw/raygw/internal/deploy"
+	"github.com/raygw/raygw/internal/openai"
+)
+
+// target is where one request runs.
+type target struct {
+	backend Backend
+	stages  *Stages
+	dep     *deploy.Target // nil: the gateway's own engine
+}
+
+// deploymentStages are the stages of a deployment request: the single
+// engine's scheduler, slot map and caches do not describe its replicas.
+var deploymentStages = &Stages{}
+
+func (s *Server) registerDeployments() {
+	if s.deps == nil {
+		return
+	}
+	for _, rt := range (deploy.API{M: s.deps}).Routes() {
+		s.handle(Route{rt.Pattern, Admin, rt.Name}, rt.Handler)
+	}
+	s.handle(Route{"POST /d/{name}/v1/chat/completions", Client, "deployment_chat"}, s.errorHandler(s.chat))
+	s.handle(Route{"POST /d/{name}/v1/completions", Client, "deployment_completions"}, s.errorHandler(s.completions))
+	s.handle(Route{"GET /d/{name}/v1/models", Client, "deployment_models"}, s.errorHandler(s.deploymentModels))
+}
+
+// pick resolves the request's target: /d/{name} names a deployment; on /v1
+// the gateway's own model wins, then the deployment serving model.
+func (s *Server) pick(r *http.Request, model string, extra map[string]json.RawMessage) (target, error) {
+	name := r.PathValue("name")
+	if name == "" {
+		err := s.resolveModel(model)
+		if err == nil || s.deps == nil {
+			return target{backend: s.backend, stages: s.stages}, err
+		}
+		t, derr := s.deps.Resolve("", model, extra)
+		var oe *openai.Error
+		if errors.As(derr, &oe) && oe.Code == "model_not_found" {
+			return target{}, openai.NotFound("model_not_found", "the model %q does not exist; served models: %s",
+				model, strings.Join(s.servedModels(), ", "))
+		}
+		if derr != nil {
+			return target{}, derr
+		}
+		return target{backend: t, stages: deploymentStages, dep: t}, nil
+	}
+	if s.deps == nil {
+		return target{}, openai.NotFound("deployment_not_found", "no deployment is named %q", name)
+	}
+	t, err := s.deps.Resolve(name, model, extra)
+	if err != nil {
+		return target{}, err
+	}
+	return target{backend: t, stages: deploymentStages, dep: t}, nil
+}
+
+// servedModels quotes every model name this gateway answers to.
+func (s *Server) servedModels() []string {
+	out := []string{fmt.Sprintf("%q", s.cfg.Model.ID)}
+	if s.deps != nil {
+		for _, m := range s.deps.Models() {
+			out = append(out, fmt.Sprintf("%q", m))
+		}
+	}
+	return out
+}
+
+// prepareTarget rewrites the upstream request for a deployment: its model
+// name or LoRA adapter, and no native fields that bypass the caps.
+func prepareTarget(t target, sp *openai.Sampling, extra *map[string]json.RawMessage) {
+	if *extra == nil {
+		*extra = map[string]json.RawMessage{}
+	}
+	for _, k := range []string{"n_predict", "max_new_tokens", "id_slot"} {
+		delete(*extra, k)
+	}
+	t.dep.ApplyAdapter(&sp.Model, extra)
+	if t.dep.Spec().ModelClass == deploy.ClassLlamaCpp {
+		if _, set := (*extra)["cache_prompt"]; !set {
+			(*extra)["cache_prompt"] = json.RawMessage("true")
+		}
+	}
+}
+
+// deploymentModels lists one deployment's model and its adapters.
+func (s *Server) deploymentModels(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.deps.ByName(r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	list := []modelEntry{{ID: t.ModelName(), Object: "model", OwnedBy: "raygw"}}
+	for _, a := range t.Spec().EngineConfig.LoRAModules {
+		list = append(list, modelEntry{ID: t.ModelName() + ":" + a.Name, Object: "model", OwnedBy: "raygw"})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": list})
+	return nil
+}
