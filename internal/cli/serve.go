@@ -78,6 +78,11 @@ func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loade
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	defer stopEngine()
 	tr := openaicompat.NewTransport()
+	if n := cfg.LlamaCpp.ThreadsHTTP; n >= 2 {
+		// llama-server holds one HTTP thread per kept-alive connection: leave
+		// one free so health probes are never starved behind the proxy.
+		tr.MaxConnsPerHost = n - 1
+	}
 	engineDone := make(chan struct{})
 	var eng *single.Engine
 	if cfg.Engine.Mode == "managed" {
