@@ -131,6 +131,7 @@ func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loade
 	if err != nil {
 		return err
 	}
+	go stages.Run(engineCtx)
 	srv, err := server.New(server.Deps{Config: cfg, Backend: eng, Stages: stages, Metrics: metrics, Logger: log,
 		Deployments: deployments})
 	if err != nil {

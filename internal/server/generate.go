@@ -29,6 +29,14 @@ type job struct {
 	cacheKey   respcache.Key
 	cacheable  bool
 	dedupeKey  string // "" when the request is not deterministic
+	usage      usageInfo
+}
+
+// usageInfo is what the engine reported about one answer.
+type usageInfo struct {
+	prompt, completion int
+	finish             string  // "length" when cut at the cap
+	tps                float64 // decode tokens/s, 0 when unknown
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
@@ -56,6 +64,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	j := &job{route: "chat", path: "/v1/chat/completions", stream: req.Stream, outputCap: s.capOutput(&req.Sampling),
 		promptText: text.String(), messages: len(req.Messages), body: req, extra: &req.Extra,
 		prefix: res.PrefixKey, family: res.Family, backend: tg.backend, stages: tg.stages}
+	if err := s.shape(w, j, &req.Sampling); err != nil {
+		return err
+	}
 	if tg.stages.Cache != nil {
 		j.cacheKey, j.cacheable = tg.stages.Cache.ChatKey(tenant(r), req)
 	}
@@ -90,6 +101,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	j := &job{route: "completions", path: "/v1/completions", stream: req.Stream, outputCap: s.capOutput(&req.Sampling),
 		promptText: req.PromptText, body: req, extra: &req.Extra, prefix: res.PrefixKey, family: res.Family,
 		backend: tg.backend, stages: tg.stages}
+	if err := s.shape(w, j, &req.Sampling); err != nil {
+		return err
+	}
 	if tg.stages.Cache != nil {
 		j.cacheKey, j.cacheable = tg.stages.Cache.CompletionKey(tenant(r), req)
 	}

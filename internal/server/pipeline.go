@@ -91,6 +91,7 @@ func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, e
 	} else if err := s.readStream(ctx, resp.Body, j, a, emit); err != nil {
 		return nil, err
 	}
+	s.observe(j, a)
 	if j.cacheable {
 		j.stages.Cache.Put(j.cacheKey, &respcache.Entry{ContentType: "application/json", Body: a.body, Events: a.events})
 	}
@@ -249,3 +250,5 @@ func (s *Server) follow(ctx context.Context, k *sink, next func(context.Context)
 	a, err := result(ctx)
 	return k.finish(ctx, a, err)
 }
+
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

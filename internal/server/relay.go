@@ -58,6 +58,14 @@ func (s *Server) recordUsage(j *job, raw []byte) {
 	if !ok {
 		return
 	}
+	j.usage.prompt, j.usage.completion = prompt, completion
+	j.usage.finish = "stop"
+	if bytes.Contains(raw, []byte(`"finish_reason":"length"`)) {
+		j.usage.finish = "length"
+	}
+	if i := bytes.LastIndex(raw, []byte(`"predicted_per_second":`)); i >= 0 {
+		_ = json.NewDecoder(bytes.NewReader(raw[i+len(`"predicted_per_second":`):])).Decode(&j.usage.tps)
+	}
 	s.metrics.Tokens.WithLabelValues("prompt").Add(float64(prompt))
 	s.metrics.Tokens.WithLabelValues("completion").Add(float64(completion))
 	if j.stages.Tokens != nil && prompt > 0 {

@@ -1,7 +1,12 @@
 package server
 
 import (
+	"context"
 	"net/http"
+	"os"
+
+	"github.com/raygw/raygw/internal/adaptive"
+	"github.com/raygw/raygw/internal/degrade"
 
 	"github.com/raygw/raygw/internal/admission"
 	"github.com/raygw/raygw/internal/config"
@@ -21,6 +26,18 @@ type Stages struct {
 	Dedupe   *dedupe.Group[*answer]
 	Sched    *admission.Scheduler
 	Slots    *slots.Tracker // llama.cpp slot affinity; nil for other engines
+	Degrade  *degrade.Policy
+	Adaptive *adaptive.Tuner
+
+	sampler *degrade.Sampler
+}
+
+// Run keeps the pressure readings fresh until ctx is done; the request path
+// only reads their latest snapshot.
+func (st *Stages) Run(ctx context.Context) {
+	if st.sampler != nil {
+		st.sampler.Run(ctx)
+	}
 }
 
 // NewStages builds the stages of the RAY_* settings for the llama.cpp engine
@@ -44,5 +61,11 @@ func NewStages(cfg *config.Config, engineURL string, client *http.Client) (*Stag
 		aff = st.Slots
 	}
 	st.Sched = admission.FromConfig(&c, aff)
+	if cfg.Degradation.Enabled {
+		sources, _ := degrade.Discover(os.DirFS("/"))
+		st.sampler = degrade.NewSampler(degrade.SamplerOptions{Sources: sources})
+		st.Degrade = degrade.FromConfig(&c, st.sampler, func() int { return st.Sched.Stats().Queued })
+	}
+	st.Adaptive = adaptive.FromConfig(&c)
 	return st, nil
 }

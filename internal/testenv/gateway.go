@@ -96,6 +96,11 @@ func GatewayEnv(t testing.TB) map[string]string {
 		"RAY_STATE_DIR":                   t.TempDir(),
 		"RAY_LOG_LEVEL":                   "debug",
 		"RAY_SHUTDOWN_DRAIN_MS":           "10000",
+		// Host load must not change what a test sees; tests of these stages
+		// switch them on.
+		"RAY_GRACEFUL_DEGRADATION_ENABLED":        "false",
+		"RAY_ADAPTIVE_TUNING_ENABLED":             "false",
+		"RAY_ADAPTIVE_LEARNED_FAMILY_CAP_ENABLED": "false",
 	}
 }
 
