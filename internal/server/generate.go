@@ -61,24 +61,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		text.WriteString(m.Content.String())
 		text.WriteByte('\n')
 	}
-	j := &job{route: "chat", path: "/v1/chat/completions", stream: req.Stream, outputCap: s.capOutput(&req.Sampling),
-		promptText: text.String(), messages: len(req.Messages), body: req, extra: &req.Extra,
-		prefix: res.PrefixKey, family: res.Family, backend: tg.backend, stages: tg.stages}
-	if err := s.shape(w, j, &req.Sampling); err != nil {
-		return err
-	}
-	if tg.stages.Cache != nil {
-		j.cacheKey, j.cacheable = tg.stages.Cache.ChatKey(tenant(r), req)
-	}
-	if tg.stages.Dedupe != nil {
-		if j.cacheable && s.cfg.Cache.KeyStrategy == string(respcache.InputParams) {
-			j.dedupeKey = string(j.cacheKey[:]) // the same key; no second hash
-		} else if k, ok := respcache.ChatKey(respcache.InputParams, tenant(r), req); ok {
-			j.dedupeKey = string(k[:])
-		}
-	}
-	s.prepare(tg, &req.Sampling, &req.Extra)
-	return s.generate(w, r, j)
+	j := &job{route: "chat", path: "/v1/chat/completions", stream: req.Stream,
+		promptText: text.String(), messages: len(req.Messages), body: req}
+	key := func(st respcache.Strategy) (respcache.Key, bool) { return respcache.ChatKey(st, tenant(r), req) }
+	return s.submit(w, r, tg, j, res, &req.Sampling, &req.Extra, key)
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
@@ -98,23 +84,34 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	if tg.stages.Compiler != nil {
 		res = tg.stages.Compiler.Completion(req)
 	}
-	j := &job{route: "completions", path: "/v1/completions", stream: req.Stream, outputCap: s.capOutput(&req.Sampling),
-		promptText: req.PromptText, body: req, extra: &req.Extra, prefix: res.PrefixKey, family: res.Family,
-		backend: tg.backend, stages: tg.stages}
-	if err := s.shape(w, j, &req.Sampling); err != nil {
+	j := &job{route: "completions", path: "/v1/completions", stream: req.Stream, promptText: req.PromptText, body: req}
+	key := func(st respcache.Strategy) (respcache.Key, bool) { return respcache.CompletionKey(st, tenant(r), req) }
+	return s.submit(w, r, tg, j, res, &req.Sampling, &req.Extra, key)
+}
+
+// submit runs the stages shared by chat and text completions: output caps
+// (configured, degraded, adaptive), cache and dedupe keys computed on the
+// final request, the upstream rewrite, then generation.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, tg target, j *job, res promptc.Result,
+	sp *openai.Sampling, extra *map[string]json.RawMessage, key func(respcache.Strategy) (respcache.Key, bool)) error {
+	j.extra, j.backend, j.stages = extra, tg.backend, tg.stages
+	j.prefix, j.family = res.PrefixKey, res.Family
+	j.outputCap = s.capOutput(sp)
+	if err := s.shape(w, j, sp); err != nil {
 		return err
 	}
+	strategy := respcache.Strategy(s.cfg.Cache.KeyStrategy)
 	if tg.stages.Cache != nil {
-		j.cacheKey, j.cacheable = tg.stages.Cache.CompletionKey(tenant(r), req)
+		j.cacheKey, j.cacheable = key(strategy)
 	}
 	if tg.stages.Dedupe != nil {
-		if j.cacheable && s.cfg.Cache.KeyStrategy == string(respcache.InputParams) {
+		if j.cacheable && strategy == respcache.InputParams {
 			j.dedupeKey = string(j.cacheKey[:]) // the same key; no second hash
-		} else if k, ok := respcache.CompletionKey(respcache.InputParams, tenant(r), req); ok {
+		} else if k, ok := key(respcache.InputParams); ok {
 			j.dedupeKey = string(k[:])
 		}
 	}
-	s.prepare(tg, &req.Sampling, &req.Extra)
+	s.prepare(tg, sp, extra)
 	return s.generate(w, r, j)
 }
 
