@@ -5,10 +5,9 @@ package pull
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/raygw/raygw/internal/ops/checksum"
 	"io"
 	"net/http"
 	"net/url"
@@ -92,7 +91,7 @@ func (p *Puller) Pull(ctx context.Context, rawURL, dest, sha string) error {
 	if err := p.fetch(ctx, rawURL, part); err != nil {
 		return err
 	}
-	got, err := fileSHA256(part)
+	got, err := checksum.File(part)
 	if err != nil {
 		return err
 	}
@@ -197,17 +196,4 @@ func parseContentRange(s string) (start, size int64, ok bool) {
 		size, err2 = -1, nil
 	}
 	return start, size, err1 == nil && err2 == nil && start >= 0
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/raygw/raygw/internal/ops/checksum"
 	"io"
 	"os"
 	"path/filepath"
@@ -57,7 +58,7 @@ func (s *Stager) CheckSources(ctx context.Context, p Plan) error {
 // service user, and sum says whether to hash the file for a.SHA256.
 func (s *Stager) checkFile(ctx context.Context, p Plan, a Artifact, path string, prefix []string, sum bool) error {
 	if sum && a.SHA256 != "" {
-		got, err := fileSHA256(path)
+		got, err := checksum.File(path)
 		if err != nil {
 			return fmt.Errorf("%s source: %w", a.Kind, err)
 		}
@@ -236,19 +237,6 @@ func asUser(name string, u hostfs.User) ([]string, string) {
 		return nil, fmt.Sprintf("service-user checks skipped (%v); checked as the current user", err)
 	}
 	return prefix, ""
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func syncDir(dir string) {
