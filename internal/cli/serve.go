@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/raygw/raygw/internal/jobs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -137,6 +138,10 @@ func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loade
 	if err != nil {
 		return err
 	}
+	stopJobs, err := startJobs(cfg, srv, log)
+	if err != nil {
+		return err
+	}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -176,10 +181,38 @@ wait:
 		log.Warn("drain timed out; closing remaining connections", "err", err)
 		_ = hs.Close()
 	}
+	stopJobs() // running jobs finish (or return to the queue) while the engine is still up
 	stopEngine()
 	<-engineDone
 	log.Info("stopped")
 	return nil
+}
+
+// startJobs opens the durable job queue (RAY_ASYNC_QUEUE_*), mounts its API
+// and starts its dispatcher. The returned function stops the dispatcher,
+// letting running jobs finish, and closes the queue.
+func startJobs(cfg *config.Loaded, srv *server.Server, log *slog.Logger) (func(), error) {
+	if !cfg.AsyncQueue.Enabled {
+		return func() {}, nil
+	}
+	q, err := jobs.Open(context.Background(), jobs.Options{Config: cfg.AsyncQueue, Executor: srv.JobExecutor(),
+		MaxBodyBytes: cfg.Request.BodyLimitBytes, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("RAY_ASYNC_QUEUE_STORAGE_DIR %s: %w (set RAY_ASYNC_QUEUE_ENABLED=false to run without jobs)",
+			cfg.AsyncQueue.StorageDir, err)
+	}
+	srv.MountJobs(q.Routes())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- q.Run(ctx) }()
+	log.Info("async job queue", "dir", cfg.AsyncQueue.StorageDir)
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			log.Warn("job dispatcher stopped", "err", err)
+		}
+		_ = q.Close()
+	}, nil
 }
 
 // reloadKeys re-reads the configuration on SIGHUP and swaps the client and
