@@ -50,9 +50,10 @@ const longBody = `{"model":"stories","prompt":"Once upon a time","max_tokens":19
 func TestSchedulerEdges(t *testing.T) {
 	env := busyEnv(t)
 	env["RAY_SCHEDULER_MAX_QUEUE"] = "1"
-	env["RAY_SCHEDULER_REQUEST_TIMEOUT_MS"] = "400"
+	env["RAY_SCHEDULER_REQUEST_TIMEOUT_MS"] = "800"
 	env["RAY_SCHEDULER_MAX_INFLIGHT_TOKENS"] = "2000"
 	env["RAY_SCHEDULER_MAX_QUEUED_TOKENS"] = "2000"
+	env["RAY_ADMIN_API_KEYS"] = "admin-key"
 	g := testenv.StartGateway(t, env)
 	_, stop := startLong(t, g.URL, longBody)
 	defer stop()
@@ -76,7 +77,7 @@ func TestSchedulerEdges(t *testing.T) {
 			queuedCode = *e.Error.Code
 		}
 	}()
-	time.Sleep(100 * time.Millisecond) // let it enter the queue
+	waitQueued(t, g.URL, "admin-key", 1)
 	t.Run("full queue is 429 with Retry-After", func(t *testing.T) {
 		status, e, h := post(t, g.URL+"/v1/completions", "application/json", `{"model":"stories","prompt":"Overflow","max_tokens":8}`)
 		if status != 429 || h.Get("Retry-After") == "" || e.Error.Code == nil || *e.Error.Code != "queue_full" {

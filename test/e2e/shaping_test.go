@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,8 +30,9 @@ func TestQueuePressureClampsOutput(t *testing.T) {
 	env["RAY_DEGRADATION_QUEUE_DEPTH_THRESHOLD"] = "1"
 	env["RAY_DEGRADATION_MAX_TOKENS"] = "7"
 	env["RAY_DEGRADATION_MAX_PROMPT_CHARS"] = "40"
+	env["RAY_ADMIN_API_KEYS"] = "admin-key"
 	g := testenv.StartGateway(t, env)
-	_, stop := startLong(t, g.URL, `{"model":"stories","prompt":"Once upon a time","max_tokens":1500,"ignore_eos":true,"stream":true}`)
+	_, stop := startLong(t, g.URL, `{"model":"stories","prompt":"Once upon a time","max_tokens":1900,"ignore_eos":true,"stream":true}`)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // waits in the queue behind the long request
@@ -41,20 +43,11 @@ func TestQueuePressureClampsOutput(t *testing.T) {
 			r.Body.Close()
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	var resp *http.Response
-	for {
-		r, err := http.Post(g.URL+"/v1/completions", "application/json",
-			strings.NewReader(`{"model":"stories","prompt":"Once upon a time","max_tokens":100,"ignore_eos":true}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(r.Header.Get("X-Ray-Degraded"), "clamp") || time.Now().After(deadline) {
-			resp = r
-			break
-		}
-		io.Copy(io.Discard, r.Body)
-		r.Body.Close()
+	waitQueued(t, g.URL, "admin-key", 1)
+	resp, err := http.Post(g.URL+"/v1/completions", "application/json",
+		strings.NewReader(`{"model":"stories","prompt":"Once upon a time","max_tokens":100,"ignore_eos":true}`))
+	if err != nil {
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	stop()
@@ -96,5 +89,29 @@ func TestLearnedFamilyCap(t *testing.T) {
 	_, _, h = post(t, g.URL+"/v1/completions", "application/json", strings.Replace(body, "one-sentence", "other", 1))
 	if h.Get("X-Ray-Output-Cap") != "" {
 		t.Fatalf("an unlearned family was capped: %q", h.Get("X-Ray-Output-Cap"))
+	}
+}
+
+// waitQueued polls the gateway's metrics until n requests wait in its queue.
+func waitQueued(t *testing.T, base, adminKey string, n int) {
+	t.Helper()
+	want := `raygw_scheduler_jobs{state="queued"} ` + strconv.Itoa(n)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", base+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+adminKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(raw), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never saw %q in /metrics", want)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
