@@ -28,6 +28,12 @@ func TestQueuePressureClampsOutput(t *testing.T) {
 	env := busyEnv(t)
 	env["RAY_GRACEFUL_DEGRADATION_ENABLED"] = "true"
 	env["RAY_DEGRADATION_QUEUE_DEPTH_THRESHOLD"] = "1"
+	// Only the queue may signal pressure here, whatever the host's load.
+	for _, k := range []string{"MEMORY_CGROUP_PRESSURE_RATIO", "CPU_THROTTLED_RATIO", "MEMORY_PSI_SOME_AVG10",
+		"MEMORY_PSI_FULL_AVG10", "CPU_PSI_SOME_AVG10", "CPU_PSI_FULL_AVG10"} {
+		env["RAY_DEGRADATION_"+k+"_THRESHOLD"] = "0"
+	}
+	env["RAY_DEGRADATION_MEMORY_RSS_THRESHOLD_MIB"] = "1000000"
 	env["RAY_DEGRADATION_MAX_TOKENS"] = "7"
 	env["RAY_DEGRADATION_MAX_PROMPT_CHARS"] = "40"
 	env["RAY_ADMIN_API_KEYS"] = "admin-key"
