@@ -78,12 +78,16 @@ func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loade
 	// The engine outlives the HTTP server: it stops only after the drain.
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	defer stopEngine()
+	// llama-server holds one HTTP thread per kept-alive connection. Idle
+	// generation connections are capped below its thread count, and the short
+	// calls (health, /props, /tokenize, /slots) use connections that close at
+	// once, so neither can starve the other.
 	tr := openaicompat.NewTransport()
 	if n := cfg.LlamaCpp.ThreadsHTTP; n >= 2 {
-		// llama-server holds one HTTP thread per kept-alive connection: leave
-		// one free so health probes are never starved behind the proxy.
-		tr.MaxConnsPerHost = n - 1
+		tr.MaxIdleConnsPerHost = n - 1
 	}
+	aux := openaicompat.NewTransport()
+	aux.DisableKeepAlives = true
 	engineDone := make(chan struct{})
 	var eng *single.Engine
 	if cfg.Engine.Mode == "managed" {
@@ -94,7 +98,8 @@ func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loade
 		if _, err := os.Stat(launch.ModelPath); err != nil {
 			return fmt.Errorf("RAY_LLAMA_CPP_MODEL_PATH: %w", err)
 		}
-		eng = single.New(openaicompat.New(launch.BaseURL(), cfg.Model.APIKey, tr), cfg.Model.ContextWindow, true, log)
+		eng = single.New(openaicompat.New(launch.BaseURL(), cfg.Model.APIKey, tr),
+			openaicompat.New(launch.BaseURL(), cfg.Model.APIKey, aux), cfg.Model.ContextWindow, true, log)
 		sup := supervisor.New(supervisor.Spec{
 			Name: "llama-server", Argv: launch.Argv(), HealthURL: launch.BaseURL() + "/health",
 			StartTimeout: time.Duration(cfg.Deploy.ReadyTimeoutSeconds) * time.Second,
@@ -118,7 +123,8 @@ func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loade
 		log.Info("starting llama-server", "argv", launch.Argv())
 		go func() { defer close(engineDone); _ = sup.Run(engineCtx) }()
 	} else {
-		eng = single.New(openaicompat.New(cfg.Model.BaseURL, cfg.Model.APIKey, tr), cfg.Model.ContextWindow, false, log)
+		eng = single.New(openaicompat.New(cfg.Model.BaseURL, cfg.Model.APIKey, tr),
+			openaicompat.New(cfg.Model.BaseURL, cfg.Model.APIKey, aux), cfg.Model.ContextWindow, false, log)
 		go func() { defer close(engineDone); eng.Probe(engineCtx, 2*time.Second) }()
 	}
 
@@ -128,7 +134,7 @@ func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loade
 	} else if cfg.Model.BaseURL != "" {
 		engineURL = cfg.Model.BaseURL
 	}
-	stages, err := server.NewStages(cfg.Config, engineURL, &http.Client{Transport: tr})
+	stages, err := server.NewStages(cfg.Config, engineURL, &http.Client{Transport: aux})
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,11 @@ func NewStages(cfg *config.Config, engineURL string, client *http.Client) (*Stag
 		}
 		aff = st.Slots
 	}
-	st.Sched = admission.FromConfig(&c, aff)
+	sc := c
+	if aff == nil {
+		sc.LlamaCpp.Parallel = 0 // no slot assignment: the engine chooses its slot
+	}
+	st.Sched = admission.FromConfig(&sc, aff)
 	if cfg.Degradation.Enabled {
 		sources, _ := degrade.Discover(os.DirFS("/"))
 		st.sampler = degrade.NewSampler(degrade.SamplerOptions{Sources: sources})

@@ -18,8 +18,9 @@ import (
 // Engine is one engine behind the gateway.
 type Engine struct {
 	client     *openaicompat.Client
-	configured int  // RAY_MODEL_CONTEXT_WINDOW
-	strict     bool // refuse requests while not ready (managed mode)
+	aux        *openaicompat.Client // health, /props and warm-up
+	configured int                  // RAY_MODEL_CONTEXT_WINDOW
+	strict     bool                 // refuse requests while not ready (managed mode)
 	log        *slog.Logger
 	ready      atomic.Bool
 	window     atomic.Int64
@@ -27,8 +28,10 @@ type Engine struct {
 
 // New returns an engine reached through client. In strict mode requests are
 // refused with 503 until the engine is ready; otherwise they are tried.
-func New(client *openaicompat.Client, contextWindow int, strict bool, log *slog.Logger) *Engine {
-	e := &Engine{client: client, configured: contextWindow, strict: strict, log: log.With("component", "engine")}
+// aux carries the short calls (health, /props, warm-up) on connections of
+// their own.
+func New(client, aux *openaicompat.Client, contextWindow int, strict bool, log *slog.Logger) *Engine {
+	e := &Engine{client: client, aux: aux, configured: contextWindow, strict: strict, log: log.With("component", "engine")}
 	e.window.Store(int64(contextWindow))
 	return e
 }
@@ -65,7 +68,7 @@ func (e *Engine) refreshWindow(ctx context.Context) {
 			NCtx int `json:"n_ctx"`
 		} `json:"default_generation_settings"`
 	}
-	if err := e.client.Get(ctx, "/props", &props); err != nil || props.Default.NCtx <= 0 {
+	if err := e.aux.Get(ctx, "/props", &props); err != nil || props.Default.NCtx <= 0 {
 		return // not llama.cpp, or an old build: keep the configured window
 	}
 	w := min(e.configured, props.Default.NCtx)
@@ -79,7 +82,7 @@ func (e *Engine) Warm(ctx context.Context, model string) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	body, _ := json.Marshal(map[string]any{"model": model, "prompt": "Hello", "max_tokens": 1, "temperature": 0})
-	resp, err := e.client.Post(ctx, "/v1/completions", body)
+	resp, err := e.aux.Post(ctx, "/v1/completions", body)
 	if err != nil {
 		e.log.Warn("warm-up failed", "err", err)
 		return
@@ -95,7 +98,7 @@ func (e *Engine) Probe(ctx context.Context, interval time.Duration) {
 	for {
 		var h map[string]any
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := e.client.Get(pctx, "/health", &h)
+		err := e.aux.Get(pctx, "/health", &h)
 		cancel()
 		e.SetReady(ctx, err == nil)
 		select {
