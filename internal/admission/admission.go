@@ -47,10 +47,17 @@ var (
 	ErrCanceled = errors.New("caller left the scheduler queue")
 )
 
-// Affinity scores how well a slot suits a prompt prefix: 0 means no benefit,
-// higher is better. internal/slots implements it.
+// Affinity knows which engine slot holds which prompt prefix.
+// internal/slots implements it. The scheduler calls it under its own lock, so
+// implementations must not call back into the scheduler.
 type Affinity interface {
+	// Score is how well slot suits prefixKey: 0 means no benefit, higher is better.
 	Score(slot int, prefixKey uint64) float64
+	// Holder is the slot holding prefixKey now, or -1 when none does.
+	Holder(prefixKey uint64) int
+	// Remember records that slot now holds prefixKey; the scheduler calls it
+	// when it grants the slot, so the next decision sees the prefix warm.
+	Remember(slot int, prefixKey uint64)
 }
 
 // Options configures a Scheduler. Zero token budgets mean unlimited.
@@ -200,7 +207,9 @@ func (s *Scheduler) Acquire(ctx context.Context, job Job) (*Ticket, error) {
 		seq: s.seq, arrived: now, position: len(s.queue), slot: -1}
 	s.seq++
 	if len(s.queue) == 0 && (s.opts.BatchWindow <= 0 || s.opts.MaxQueue == 0) && s.running < s.opts.Concurrency && s.fitsLocked(w) {
-		s.grantLocked(w, now, s.bestSlotLocked(w))
+		score, slot := s.policy(now).bestSlot(w, s.freeSlotsLocked())
+		s.grantLocked(w, now, slot)
+		s.logGrantLocked("admit", w, decision{slot: slot, score: score, reason: "immediate"})
 		s.mu.Unlock()
 		return s.ticket(w), nil
 	}
@@ -316,6 +325,9 @@ func (s *Scheduler) grantLocked(w *waiter, now time.Time, slot int) {
 	s.inflightTokens += w.tokens
 	if slot >= 0 {
 		s.slotBusy[slot] = true
+		if s.opts.Affinity != nil && w.job.PrefixKey != 0 {
+			s.opts.Affinity.Remember(slot, w.job.PrefixKey)
+		}
 	}
 	s.stats.Admitted++
 	if w.ready != nil {
@@ -341,20 +353,32 @@ func (s *Scheduler) dispatchLocked(now time.Time) {
 			s.armTimerLocked(wait)
 			return
 		}
-		i, slot := s.policy(now).pick(s.queue, s.freeSlotsLocked())
-		if i < 0 {
+		d := s.policy(now).pick(s.queue, s.freeSlotsLocked())
+		if d.index < 0 {
 			return
 		}
-		w := s.queue[i]
+		w := s.queue[d.index]
 		if w.passOvers >= s.opts.MaxPassOvers || (!w.short && now.Sub(w.arrived) >= s.opts.MaxLongWait) {
 			s.stats.Promoted++
 		}
-		for _, ahead := range s.queue[:i] {
+		for _, ahead := range s.queue[:d.index] {
 			ahead.passOvers++
 		}
 		s.removeLocked(w)
-		s.grantLocked(w, now, slot)
+		s.grantLocked(w, now, d.slot)
+		s.logGrantLocked("dispatch", w, d)
 	}
+}
+
+// logGrantLocked logs one admission at debug level; path is "admit" (the
+// fast path) or "dispatch" (from the queue).
+func (s *Scheduler) logGrantLocked(path string, w *waiter, d decision) {
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	s.log.Debug("admitted", "path", path, "slot", w.slot, "prefix_key", w.job.PrefixKey,
+		"score", d.score, "reason", d.reason, "queue_len", len(s.queue), "pass_overs", w.passOvers,
+		"queue_ms", w.admitted.Sub(w.arrived).Milliseconds())
 }
 
 func (s *Scheduler) armTimerLocked(d time.Duration) {
@@ -378,11 +402,6 @@ func (s *Scheduler) freeSlotsLocked() []int {
 		}
 	}
 	return free
-}
-
-func (s *Scheduler) bestSlotLocked(w *waiter) int {
-	_, slot := s.policy(time.Now()).bestSlot(w, s.freeSlotsLocked())
-	return slot
 }
 
 func (s *Scheduler) policy(now time.Time) policy {

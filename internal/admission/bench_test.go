@@ -52,10 +52,10 @@ func BenchmarkPick(b *testing.B) {
 			short: i%3 == 0, seq: uint64(i), arrived: now.Add(time.Duration(i) * time.Millisecond)}
 	}
 	p := policy{now: now.Add(time.Second), budgetLeft: 2048, lookahead: 12, maxPassOvers: 8,
-		maxLongWait: 8 * time.Second, affinity: fakeAffinity{{1, 30}: 1}}
+		maxLongWait: 8 * time.Second, affinity: newFake(map[[2]uint64]float64{{1, 30}: 1})}
 	b.ReportAllocs()
 	for b.Loop() {
-		if i, _ := p.pick(q, []int{0, 1}); i < 0 {
+		if d := p.pick(q, []int{0, 1}); d.index < 0 {
 			b.Fatal("no pick")
 		}
 	}

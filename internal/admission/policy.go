@@ -3,6 +3,7 @@ package admission
 import (
 	"errors"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -34,57 +35,93 @@ func (p policy) class(w *waiter) int {
 	return classLong
 }
 
-// pick returns the index in queue (arrival order) of the job to admit and
-// its slot, or -1 when none may run now. Rules:
+// decision is the outcome of pick: the queue index and slot to grant, the
+// affinity score of that pair and why the job was chosen (for debug logs).
+type decision struct {
+	index  int // in queue (arrival order); -1: none may run now
+	slot   int
+	score  float64
+	reason string // "promoted", "affine", "cold", "head"
+}
+
+// pick decides which queued job (arrival order) to admit and on which slot.
+// Rules:
 //   - order is (class, arrival): promoted, then short, then long;
 //   - a job that does not fit the in-flight budget is skipped, except a
 //     promoted one, which blocks everything behind it until it fits;
 //   - among up to lookahead fitting jobs of the first job's class, the one
 //     with the best affinity score on a free slot wins; with no positive
-//     score the first one wins. Promoted jobs ignore affinity.
-func (p policy) pick(queue []*waiter, freeSlots []int) (int, int) {
+//     score the first job whose prefix is warm on no busy slot wins (a job
+//     warm on a busy slot waits for it); failing that the first one wins.
+//     Promoted jobs ignore affinity.
+func (p policy) pick(queue []*waiter, freeSlots []int) decision {
+	cands, first := p.candidates(queue)
+	if len(cands) == 0 {
+		return decision{index: -1, slot: -1}
+	}
+	if first == classPromoted {
+		_, slot := p.bestSlot(queue[cands[0]], freeSlots)
+		return decision{index: cands[0], slot: slot, reason: "promoted"}
+	}
+	best := decision{index: -1, slot: -1}
+	for _, i := range cands {
+		if score, slot := p.bestSlot(queue[i], freeSlots); score > best.score {
+			best = decision{index: i, slot: slot, score: score, reason: "affine"}
+		}
+	}
+	if best.index >= 0 {
+		return best
+	}
+	for _, i := range cands {
+		if !p.warmOnBusySlot(queue[i], freeSlots) {
+			_, slot := p.bestSlot(queue[i], freeSlots)
+			reason := "cold"
+			if i == cands[0] {
+				reason = "head"
+			}
+			return decision{index: i, slot: slot, reason: reason}
+		}
+	}
+	_, slot := p.bestSlot(queue[cands[0]], freeSlots)
+	return decision{index: cands[0], slot: slot, reason: "head"}
+}
+
+// candidates returns the queue indexes pick chooses among and their class.
+func (p policy) candidates(queue []*waiter) ([]int, int) {
 	var cands []int
 	first := -1
-scan:
 	for c := classPromoted; c <= classLong; c++ {
 		for i, w := range queue {
 			if p.class(w) != c {
 				continue
 			}
 			if w.tokens > p.budgetLeft {
-				if c == classPromoted && len(cands) == 0 {
-					return -1, -1
+				if c == classPromoted {
+					return nil, -1
 				}
 				continue
 			}
-			if first < 0 {
-				first = c
-			} else if c != first {
-				break scan
-			}
+			first = c
 			cands = append(cands, i)
-			if first == classPromoted || len(cands) >= p.lookahead {
-				break scan
+			if c == classPromoted || len(cands) >= p.lookahead {
+				return cands, first
 			}
 		}
 		if first >= 0 {
-			break
+			return cands, first
 		}
 	}
-	if len(cands) == 0 {
-		return -1, -1
+	return cands, first
+}
+
+// warmOnBusySlot reports whether w's prefix is held by a slot that is not
+// free. Without free slots (the engine chooses) nothing is worth waiting for.
+func (p policy) warmOnBusySlot(w *waiter, freeSlots []int) bool {
+	if p.affinity == nil || w.job.PrefixKey == 0 || len(freeSlots) == 0 {
+		return false
 	}
-	best, bestSlot, bestScore := cands[0], -1, 0.0
-	for _, i := range cands {
-		score, slot := p.bestSlot(queue[i], freeSlots)
-		if i == cands[0] {
-			bestSlot = slot
-		}
-		if score > bestScore {
-			best, bestSlot, bestScore = i, slot, score
-		}
-	}
-	return best, bestSlot
+	h := p.affinity.Holder(w.job.PrefixKey)
+	return h >= 0 && !slices.Contains(freeSlots, h)
 }
 
 // bestSlot returns the free slot with the highest affinity score for w (the

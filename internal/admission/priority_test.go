@@ -124,10 +124,6 @@ func TestBatchWindowOrdersNearArrivals(t *testing.T) {
 	})
 }
 
-type fakeAffinity map[[2]uint64]float64
-
-func (f fakeAffinity) Score(slot int, key uint64) float64 { return f[[2]uint64{uint64(slot), key}] }
-
 func TestAffinityLookahead(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -142,7 +138,7 @@ func TestAffinityLookahead(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				o := base()
 				o.Concurrency, o.Slots, o.AffinityLookahead = 2, 2, tc.lookahead
-				o.Affinity = fakeAffinity{{0, 3}: 1, {1, 1}: 0.5}
+				o.Affinity = newFake(map[[2]uint64]float64{{0, 3}: 1, {1, 1}: 0.5})
 				s := New(o)
 				a := mustTicket(t, start(s, t.Context(), Job{OutputCap: 10}))
 				b := mustTicket(t, start(s, t.Context(), Job{OutputCap: 10}))
@@ -179,7 +175,7 @@ func TestAffinityLookahead(t *testing.T) {
 }
 
 func TestImmediateAdmitPicksAffineSlot(t *testing.T) {
-	s := New(Options{Concurrency: 2, Slots: 2, Affinity: fakeAffinity{{1, 7}: 1}})
+	s := New(Options{Concurrency: 2, Slots: 2, Affinity: newFake(map[[2]uint64]float64{{1, 7}: 1})})
 	tk, err := s.Acquire(context.Background(), Job{OutputCap: 1, PrefixKey: 7})
 	if err != nil {
 		t.Fatal(err)

@@ -67,6 +67,8 @@ func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, e
 			(*j.extra)["id_slot"] = json.RawMessage(strconv.Itoa(slot))
 		}
 	}
+	s.log.Debug("engine slot", "request_id", requestIDFrom(ctx), "id_slot", slot, "family", j.family,
+		"prefix_key", j.prefix)
 	payload, err := json.Marshal(j.body)
 	if err != nil {
 		return nil, openai.Internal(err)

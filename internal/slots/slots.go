@@ -17,6 +17,10 @@
 //	// send "id_slot": slot (omit when -1) and "cache_prompt": true
 //	tr.Remember(slot, compiled.PrefixKey)        // after the engine accepted the request
 //
+// A scheduler using tr as its admission.Affinity also calls Remember when it
+// grants a slot, so the next decision already sees the prefix there; the
+// second Remember is harmless.
+//
 // Tracker is safe for concurrent use.
 package slots
 
