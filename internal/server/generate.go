@@ -39,16 +39,27 @@ type usageInfo struct {
 	tps                float64 // decode tokens/s, 0 when unknown
 }
 
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
+// decodeFor reads a request body, decodes it with decode and picks the
+// target that serves its model.
+func decodeFor[R any](s *Server, w http.ResponseWriter, r *http.Request,
+	decode func([]byte, openai.Limits) (R, error), model func(R) (string, map[string]json.RawMessage)) (R, target, error) {
+	var zero R
 	body, err := s.readBody(w, r)
 	if err != nil {
-		return err
+		return zero, target{}, err
 	}
-	req, err := openai.DecodeChat(body, s.limits)
+	req, err := decode(body, s.limits)
 	if err != nil {
-		return err
+		return zero, target{}, err
 	}
-	tg, err := s.pick(r, req.Model, req.Extra)
+	name, extra := model(req)
+	tg, err := s.pick(r, name, extra)
+	return req, tg, err
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
+	req, tg, err := decodeFor(s, w, r, openai.DecodeChat,
+		func(q *openai.ChatRequest) (string, map[string]json.RawMessage) { return q.Model, q.Extra })
 	if err != nil {
 		return err
 	}
@@ -68,15 +79,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	req, err := openai.DecodeCompletion(body, s.limits)
-	if err != nil {
-		return err
-	}
-	tg, err := s.pick(r, req.Model, req.Extra)
+	req, tg, err := decodeFor(s, w, r, openai.DecodeCompletion,
+		func(q *openai.CompletionRequest) (string, map[string]json.RawMessage) { return q.Model, q.Extra })
 	if err != nil {
 		return err
 	}
