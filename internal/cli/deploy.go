@@ -153,6 +153,15 @@ func (c *deployClient) call(method, path string, body []byte) ([]byte, error) {
 	return b, nil
 }
 
+// show calls the API and prints its JSON answer.
+func (c *deployClient) show(method, path string, body []byte) error {
+	out, err := c.call(method, path, body)
+	if err != nil {
+		return err
+	}
+	return c.printJSON(out)
+}
+
 func (c *deployClient) printJSON(b []byte) error {
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -192,11 +201,7 @@ func (c *deployClient) createCmd() *cobra.Command {
 				}
 				body, _ = json.Marshal(s)
 			}
-			out, err := c.call(http.MethodPost, "/api/v1/deployments", body)
-			if err != nil {
-				return err
-			}
-			return c.printJSON(out)
+			return c.show(http.MethodPost, "/api/v1/deployments", body)
 		},
 	}
 	f := cmd.Flags()
@@ -262,11 +267,7 @@ func (c *deployClient) getCmd() *cobra.Command {
 			if metrics {
 				path += "/metrics"
 			}
-			out, err := c.call(http.MethodGet, path, nil)
-			if err != nil {
-				return err
-			}
-			return c.printJSON(out)
+			return c.show(http.MethodGet, path, nil)
 		},
 	}
 	cmd.Flags().BoolVar(&metrics, "metrics", false, "show requests/s, latency percentiles and error rates")
@@ -284,11 +285,7 @@ func (c *deployClient) scaleCmd() *cobra.Command {
 				return fmt.Errorf("REPLICAS %q: want a positive integer", args[1])
 			}
 			body, _ := json.Marshal(map[string]int{"replicas": n})
-			out, err := c.call(http.MethodPatch, "/api/v1/deployments/"+args[0], body)
-			if err != nil {
-				return err
-			}
-			return c.printJSON(out)
+			return c.show(http.MethodPatch, "/api/v1/deployments/"+args[0], body)
 		},
 	}
 }
@@ -321,11 +318,7 @@ func (c *deployClient) updateCmd() *cobra.Command {
 				return fmt.Errorf("nothing to update: give -f, --model-path or --replicas")
 			}
 			body, _ := json.Marshal(patch)
-			out, err := c.call(http.MethodPatch, "/api/v1/deployments/"+args[0], body)
-			if err != nil {
-				return err
-			}
-			return c.printJSON(out)
+			return c.show(http.MethodPatch, "/api/v1/deployments/"+args[0], body)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "JSON object of spec fields to change ('-' reads stdin)")
@@ -340,11 +333,7 @@ func (c *deployClient) deleteCmd() *cobra.Command {
 		Short: "Delete a deployment (in-flight requests finish first, up to its drain timeout)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			out, err := c.call(http.MethodDelete, "/api/v1/deployments/"+args[0], nil)
-			if err != nil {
-				return err
-			}
-			return c.printJSON(out)
+			return c.show(http.MethodDelete, "/api/v1/deployments/"+args[0], nil)
 		},
 	}
 }
