@@ -1,73 +1,26 @@
 package cli
 
 // deploy.go is the `raygw deploy` command group, a client of the control
-// plane's REST API (/api/v1/deployments, admin key), and the wiring that
-// gives `raygw serve` its deployments manager.
+// plane's REST API (/api/v1/deployments, admin key).
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
-	goruntime "runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/raygw/raygw/internal/config"
 	"github.com/raygw/raygw/internal/deploy"
-	"github.com/raygw/raygw/internal/engine/llamacpp"
 	"github.com/raygw/raygw/internal/engine/vllm"
-	"github.com/raygw/raygw/internal/runtime"
-	"github.com/raygw/raygw/internal/runtime/local"
-	"github.com/raygw/raygw/internal/store"
-	"github.com/raygw/raygw/internal/telemetry"
 )
 
 func init() { register(newDeployCmd) }
-
-// startDeployments opens the deployments database under RAY_STATE_DIR and
-// restores every stored deployment. Without a usable state directory the
-// control plane is off (nil manager) and a warning names the variable.
-func startDeployments(cfg *config.Loaded, metrics *telemetry.Metrics, log *slog.Logger) (*deploy.Manager, func(), error) {
-	noop := func() {}
-	if cfg.StateDir == "" {
-		log.Warn("RAY_STATE_DIR is empty: the deployments control plane is off")
-		return nil, noop, nil
-	}
-	db, err := store.Open(context.Background(), cfg.StateDir)
-	if err != nil {
-		log.Warn("deployments control plane is off: cannot open its database", "variable", "RAY_STATE_DIR", "err", err)
-		return nil, noop, nil
-	}
-	m, err := deploy.NewManager(deploy.Options{
-		Runtimes: map[string]runtime.Runtime{"local": &local.Runtime{Logger: log}},
-		Store:    db,
-		Defaults: deploy.Defaults{Llama: llamacpp.FromConfig(cfg.Config), VLLMBinary: "vllm", CPUs: goruntime.NumCPU()},
-		Logger:   log, Registerer: metrics.Registry,
-	})
-	if err != nil {
-		db.Close()
-		return nil, noop, err
-	}
-	if err := m.Restore(context.Background()); err != nil {
-		log.Error("deployments not restored", "err", err)
-	}
-	return m, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-		defer cancel()
-		if err := m.Close(ctx); err != nil {
-			log.Warn("deployments did not stop in time", "err", err)
-		}
-		db.Close()
-	}, nil
-}
 
 // deployClient talks to the control plane.
 type deployClient struct {
@@ -239,7 +192,7 @@ func (c *deployClient) listCmd() *cobra.Command {
 				return err
 			}
 			tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tMODEL\tCLASS\tSTATUS\tREPLICAS\tENDPOINT")
+			fmt.Fprintln(tw, "NAME\tMODEL\tCLASS\tSTATUS\tREPLICAS\tENDPOINT\tSOURCE")
 			for _, d := range list.Deployments {
 				healthy := 0
 				for _, r := range d.ReplicasStatus {
@@ -247,7 +200,8 @@ func (c *deployClient) listCmd() *cobra.Command {
 						healthy++
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", d.Name, d.ModelName, d.ModelClass, d.Status, healthy, d.Replicas, d.Endpoint)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", d.Name, d.ModelName, d.ModelClass, d.Status, healthy, d.Replicas,
+					d.Endpoint, d.Source)
 			}
 			return tw.Flush()
 		},

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/raygw/raygw/internal/jobs"
 	"log/slog"
@@ -19,9 +18,7 @@ import (
 	"github.com/raygw/raygw/internal/config"
 	"github.com/raygw/raygw/internal/engine/llamacpp"
 	"github.com/raygw/raygw/internal/engine/openaicompat"
-	"github.com/raygw/raygw/internal/engine/single"
 	"github.com/raygw/raygw/internal/server"
-	"github.com/raygw/raygw/internal/supervisor"
 	"github.com/raygw/raygw/internal/telemetry"
 )
 
@@ -73,9 +70,8 @@ func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loade
 	if err != nil {
 		return err
 	}
-	defer stopDeployments()
+	defer stopDeployments() // after the drain: stops every replica, the gateway's engine included
 
-	// The engine outlives the HTTP server: it stops only after the drain.
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	defer stopEngine()
 	// llama-server holds one HTTP thread per kept-alive connection. Idle
@@ -88,58 +84,26 @@ func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loade
 	}
 	aux := openaicompat.NewTransport()
 	aux.DisableKeepAlives = true
-	engineDone := make(chan struct{})
-	var eng *single.Engine
-	if cfg.Engine.Mode == "managed" {
-		launch := llamacpp.FromConfig(cfg.Config)
-		if launch.Binary == "" {
-			return errors.New("RAY_LLAMA_CPP_BINARY_PATH: managed mode needs the llama-server executable")
-		}
-		if _, err := os.Stat(launch.ModelPath); err != nil {
-			return fmt.Errorf("RAY_LLAMA_CPP_MODEL_PATH: %w", err)
-		}
-		eng = single.New(openaicompat.New(launch.BaseURL(), cfg.Model.APIKey, tr),
-			openaicompat.New(launch.BaseURL(), cfg.Model.APIKey, aux), cfg.Model.ContextWindow, true, log)
-		sup := supervisor.New(supervisor.Spec{
-			Name: "llama-server", Argv: launch.Argv(), HealthURL: launch.BaseURL() + "/health",
-			StartTimeout: time.Duration(cfg.Deploy.ReadyTimeoutSeconds) * time.Second,
-			Output:       engineLog{log: log}, Logger: log,
-			OnStateChange: func(st supervisor.Status) {
-				healthy := st.State == supervisor.Healthy
-				if healthy {
-					metrics.EngineUp.Set(1)
-				} else {
-					metrics.EngineUp.Set(0)
-				}
-				if st.State == supervisor.Unhealthy {
-					metrics.Restarts.Inc()
-				}
-				eng.SetReady(engineCtx, healthy)
-				if healthy && cfg.Model.WarmOnBoot {
-					go eng.Warm(engineCtx, cfg.Model.Ref)
-				}
-			},
-		})
-		log.Info("starting llama-server", "argv", launch.Argv())
-		go func() { defer close(engineDone); _ = sup.Run(engineCtx) }()
-	} else {
-		eng = single.New(openaicompat.New(cfg.Model.BaseURL, cfg.Model.APIKey, tr),
-			openaicompat.New(cfg.Model.BaseURL, cfg.Model.APIKey, aux), cfg.Model.ContextWindow, false, log)
-		go func() { defer close(engineDone); eng.Probe(engineCtx, 2*time.Second) }()
+	// The gateway's own model is a deployment like the others; it takes its
+	// name before stored deployments are restored.
+	own, err := startBuiltin(engineCtx, cfg, deployments, metrics, log, tr, aux)
+	if err != nil {
+		return err
+	}
+	if err := deployments.Restore(context.Background()); err != nil {
+		log.Error("deployments not restored", "err", err)
 	}
 
-	engineURL := ""
+	engineURL := cfg.Model.BaseURL
 	if cfg.Engine.Mode == "managed" {
 		engineURL = llamacpp.FromConfig(cfg.Config).BaseURL()
-	} else if cfg.Model.BaseURL != "" {
-		engineURL = cfg.Model.BaseURL
 	}
 	stages, err := server.NewStages(cfg.Config, engineURL, &http.Client{Transport: aux})
 	if err != nil {
 		return err
 	}
 	go stages.Run(engineCtx)
-	srv, err := server.New(server.Deps{Config: cfg, Backend: eng, Stages: stages, Metrics: metrics, Logger: log,
+	srv, err := server.New(server.Deps{Config: cfg, Backend: own, Stages: stages, Metrics: metrics, Logger: log,
 		Deployments: deployments})
 	if err != nil {
 		return err
@@ -189,7 +153,7 @@ wait:
 	}
 	stopJobs() // running jobs finish (or return to the queue) while the engine is still up
 	stopEngine()
-	<-engineDone
+	stopDeployments()
 	log.Info("stopped")
 	return nil
 }
@@ -231,12 +195,4 @@ func reloadKeys(srv *server.Server, reload func() (*config.Loaded, error), log *
 	if err != nil {
 		log.Error("SIGHUP: keys not reloaded", "err", err)
 	}
-}
-
-// engineLog forwards the engine's output lines to the log at debug level.
-type engineLog struct{ log *slog.Logger }
-
-func (e engineLog) Write(p []byte) (int, error) {
-	e.log.Debug("engine output", "component", "llama-server", "text", string(p))
-	return len(p), nil
 }

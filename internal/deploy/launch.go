@@ -62,6 +62,9 @@ func replicaSpec(s Spec, d Defaults, id string, slot int) (runtime.ReplicaSpec, 
 	default:
 		return rs, fmt.Errorf("model_class %q: %w", s.ModelClass, errBadSpec)
 	}
+	if h.Path != "" {
+		rs.HealthPath = h.Path
+	}
 	return rs, nil
 }
 

@@ -123,10 +123,15 @@ func (m *Manager) Restore(ctx context.Context) error {
 			continue
 		}
 		m.mu.Lock()
-		d := m.start(s, int(r.Generation))
+		if m.shadowed(r.Name) {
+			m.mu.Unlock()
+			m.log.Error("a stored deployment has the name of the gateway's own model; not restored (recreate it under another name)",
+				"name", r.Name)
+			continue
+		}
+		m.start(s, int(r.Generation))
 		m.mu.Unlock()
 		m.log.Info("deployment restored", "name", s.Name, "generation", r.Generation, "replicas", s.Replicas)
-		_ = d
 	}
 	return nil
 }
@@ -157,7 +162,7 @@ func (m *Manager) Create(ctx context.Context, s Spec) (Status, error) {
 
 // start registers and launches the owner goroutine; m.mu is held.
 func (m *Manager) start(s Spec, gen int) *deployment {
-	d := newDeployment(m, s, gen)
+	d := newDeployment(m, s, gen, nil)
 	m.deps[s.Name] = d
 	go d.run()
 	return d
@@ -179,6 +184,9 @@ func (m *Manager) Update(ctx context.Context, name string, patch []byte) (Status
 	d, err := m.get(name)
 	if err != nil {
 		return Status{}, err
+	}
+	if d.builtin != nil {
+		return Status{}, errBuiltin
 	}
 	cur := d.specSnapshot()
 	next, err := applyPatch(cur, patch)
@@ -234,6 +242,9 @@ func (m *Manager) Delete(ctx context.Context, name string) (Status, error) {
 	d, err := m.get(name)
 	if err != nil {
 		return Status{}, err
+	}
+	if d.builtin != nil {
+		return Status{}, errBuiltin
 	}
 	d.delete()
 	return d.status(), nil

@@ -47,6 +47,11 @@ type deployment struct {
 	cmds   chan func()
 	events chan event
 	done   chan struct{}
+	// builtin is set for the gateway's own deployment (not persisted, not
+	// changed through the API).
+	builtin *Builtin
+	// nctx is each healthy llama.cpp replica's per-slot context (from /props).
+	nctx sync.Map // replica id -> int
 
 	mu         sync.RWMutex
 	spec       Spec
@@ -59,16 +64,23 @@ type deployment struct {
 	seq        int
 }
 
-func newDeployment(m *Manager, s Spec, gen int) *deployment {
+func newDeployment(m *Manager, s Spec, gen int, b *Builtin) *deployment {
 	d := &deployment{m: m, name: s.Name, log: m.log.With("deployment", s.Name), pool: routing.NewPool(nil),
 		win: newWindow(m.opt.Now), cmds: make(chan func(), 16), events: make(chan event, 256), done: make(chan struct{}),
-		spec: s, gen: gen, state: Deploying, stateSince: m.opt.Now(), reps: map[string]*replica{}}
+		spec: s, gen: gen, state: Deploying, stateSince: m.opt.Now(), reps: map[string]*replica{}, builtin: b}
 	key := ""
 	if s.EngineConfig.APIKeyEnv != "" {
 		key = os.Getenv(s.EngineConfig.APIKeyEnv)
 	}
+	base := replicaTransport(m.opt, s)
+	if b != nil {
+		key = b.APIKey
+		if b.Transport != nil {
+			base = b.Transport
+		}
+	}
 	d.client = &openaicompat.Client{BaseURL: "http://" + s.Name + ".deployment.raygw.invalid", APIKey: key,
-		HTTP: &http.Client{Transport: &routeTransport{d: d, base: replicaTransport(m.opt, s)}}}
+		HTTP: &http.Client{Transport: &routeTransport{d: d, base: base}}}
 	return d
 }
 
@@ -182,6 +194,9 @@ func (d *deployment) startReplica(slot int) {
 	d.mu.Unlock()
 	rt := d.m.opt.Runtimes[spec.Cluster]
 	rs, err := replicaSpec(spec, d.m.opt.Defaults, id, slot)
+	if err == nil && d.builtin != nil {
+		d.builtin.apply(&rs)
+	}
 	var rep runtime.Replica
 	if err == nil {
 		rep, err = rt.Start(context.Background(), rs, func(st runtime.Status) { d.send(event{id: id, st: st}) })
@@ -237,15 +252,26 @@ func (d *deployment) apply(ev event) {
 		delete(d.reps, ev.id)
 		d.mu.Unlock()
 		d.pool.Remove(ev.id)
+		d.nctx.Delete(ev.id)
 		return
 	}
 	st := replicaStateOf(ev.st)
-	if st != r.state {
+	changed := st != r.state
+	if changed {
 		d.log.Info("replica state", "replica", r.id, "from", r.state, "to", st, "pid", ev.st.PID, "restarts", ev.st.Restarts, "last_error", ev.st.LastError)
 		r.state, r.since = st, d.m.opt.Now()
 	}
+	spec := d.spec
 	d.mu.Unlock()
-	d.pool.Upsert(r.id, r.rt.Address(), st == ReplicaHealthy, slotsOf(d.specSnapshot(), d.m.opt.Defaults))
+	if changed && st == ReplicaHealthy && spec.ModelClass == ClassLlamaCpp {
+		d.readContext(r.id, r.rt.Address())
+	} else if st != ReplicaHealthy {
+		d.nctx.Delete(r.id)
+	}
+	d.pool.Upsert(r.id, r.rt.Address(), st == ReplicaHealthy, slotsOf(spec, d.m.opt.Defaults))
+	if changed && d.builtin != nil && d.builtin.OnReplica != nil {
+		d.builtin.OnReplica(st, r.rt.Address())
+	}
 }
 
 func (d *deployment) finished() bool {
@@ -306,6 +332,7 @@ func (d *deployment) delete() {
 		d.mu.Unlock()
 		d.log.Info("deleting deployment: routing stopped, draining replicas")
 		_ = d.persist(context.Background())
+		d.reconcile() // the answer already shows the replicas draining
 	})
 }
 
@@ -318,7 +345,7 @@ func (d *deployment) shutdown() {
 }
 
 func (d *deployment) persist(ctx context.Context) error {
-	if d.m.opt.Store == nil {
+	if d.m.opt.Store == nil || d.builtin != nil {
 		return nil
 	}
 	d.mu.RLock()
@@ -354,7 +381,10 @@ func (d *deployment) status() Status {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	s := Status{Spec: d.spec.Clone(), Generation: d.gen, Status: d.state, StatusChangedAt: d.stateSince,
-		ReplicasStatus: []ReplicaStatus{}}
+		Source: SourceAPI, ReplicasStatus: []ReplicaStatus{}}
+	if d.builtin != nil {
+		s.Source = SourceConfig
+	}
 	if d.state == Running || d.state == Degraded {
 		s.Endpoint = "/d/" + d.name + "/v1"
 	}

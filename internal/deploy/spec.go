@@ -69,14 +69,16 @@ type EngineConfig struct {
 }
 
 // Health tunes replica health checks and restarts; zero fields take the
-// defaults (10 s interval, 2 s timeout, 3 failures, backoff 1 s .. 5 min).
+// defaults (10 s interval, 2 s timeout, 3 failures, backoff 1 s .. 5 min,
+// path /health, or /models for model class openai).
 type Health struct {
-	IntervalMS     int `json:"interval_ms,omitempty"`
-	TimeoutMS      int `json:"timeout_ms,omitempty"`
-	FailureLimit   int `json:"failure_limit,omitempty"`
-	BackoffBaseMS  int `json:"backoff_base_ms,omitempty"`
-	BackoffMaxMS   int `json:"backoff_max_ms,omitempty"`
-	StartTimeoutMS int `json:"start_timeout_ms,omitempty"`
+	Path           string `json:"path,omitempty"`
+	IntervalMS     int    `json:"interval_ms,omitempty"`
+	TimeoutMS      int    `json:"timeout_ms,omitempty"`
+	FailureLimit   int    `json:"failure_limit,omitempty"`
+	BackoffBaseMS  int    `json:"backoff_base_ms,omitempty"`
+	BackoffMaxMS   int    `json:"backoff_max_ms,omitempty"`
+	StartTimeoutMS int    `json:"start_timeout_ms,omitempty"`
 }
 
 // FieldError is one invalid field.
@@ -183,6 +185,9 @@ func (s *Spec) validateHealth(add func(string, string, ...any)) {
 		if f.v < 0 {
 			add("health."+f.name, "must not be negative")
 		}
+	}
+	if h.Path != "" && (!strings.HasPrefix(h.Path, "/") || strings.ContainsAny(h.Path, " ?#")) {
+		add("health.path", "must be a URL path starting with '/'")
 	}
 	if h.IntervalMS > 0 && h.IntervalMS < 50 {
 		add("health.interval_ms", "must be at least 50")

@@ -45,11 +45,14 @@ func replicaStateOf(st runtime.Status) ReplicaState {
 // Status is what the API shows for one deployment: its spec and state.
 type Status struct {
 	Spec
-	Generation      int             `json:"generation"`
-	Status          State           `json:"status"`
-	StatusChangedAt time.Time       `json:"status_changed_at"`
-	Endpoint        string          `json:"endpoint"`
-	ReplicasStatus  []ReplicaStatus `json:"replicas_status"`
+	Generation      int       `json:"generation"`
+	Status          State     `json:"status"`
+	StatusChangedAt time.Time `json:"status_changed_at"`
+	Endpoint        string    `json:"endpoint"`
+	// Source says who owns the spec: "api" or "config" (the gateway's
+	// own model, changed only through its RAY_* settings).
+	Source         string          `json:"source"`
+	ReplicasStatus []ReplicaStatus `json:"replicas_status"`
 }
 
 // ReplicaStatus is one replica in a Status.

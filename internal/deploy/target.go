@@ -51,7 +51,8 @@ func (m *Manager) ByName(name string) (*Target, error) {
 	return &Target{d: d}, nil
 }
 
-// Models lists the model names served, sorted.
+// Models lists the model names the API's deployments serve, sorted (the
+// gateway's own model is listed by the gateway).
 func (m *Manager) Models() []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -61,7 +62,7 @@ func (m *Manager) Models() []string {
 func (m *Manager) modelsLocked() []string {
 	var out []string
 	for _, d := range m.deps {
-		if !d.isDeleting() {
+		if !d.isDeleting() && d.builtin == nil {
 			out = append(out, d.specSnapshot().ModelName)
 		}
 	}
@@ -81,8 +82,11 @@ func (t *Target) Spec() Spec { return t.d.specSnapshot() }
 // Client returns the routing engine client, or 503 while no replica is healthy.
 func (t *Target) Client() (*openaicompat.Client, error) {
 	if !t.Ready() {
-		return nil, openai.Unavailable(2, fmt.Errorf("deployment %s: %w", t.d.name, errNoReplica),
-			"deployment %s has no healthy replica; retry shortly", t.d.name)
+		err := fmt.Errorf("deployment %s: %w", t.d.name, errNoReplica)
+		if t.Builtin() {
+			return nil, openai.Unavailable(2, err, "the model engine is not ready; retry shortly")
+		}
+		return nil, openai.Unavailable(2, err, "deployment %s has no healthy replica; retry shortly", t.d.name)
 	}
 	return t.d.client, nil
 }
@@ -97,8 +101,18 @@ func (t *Target) Ready() bool {
 	return false
 }
 
-// ContextWindow is the deployment's max model length (0: unknown).
-func (t *Target) ContextWindow() int { return contextWindow(t.d.specSnapshot(), t.d.m.opt.Defaults) }
+// ContextWindow is the deployment's max model length (0: unknown), lowered
+// to the smallest per-slot context its healthy llama.cpp replicas report.
+func (t *Target) ContextWindow() int {
+	w := contextWindow(t.d.specSnapshot(), t.d.m.opt.Defaults)
+	t.d.nctx.Range(func(_, v any) bool {
+		if n := v.(int); n > 0 && (w <= 0 || n < w) {
+			w = n
+		}
+		return true
+	})
+	return w
+}
 
 // SetAdapter selects a registered LoRA adapter; unknown names are 404.
 func (t *Target) SetAdapter(name string) error {

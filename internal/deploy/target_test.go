@@ -100,6 +100,10 @@ func closedAddr(t *testing.T) string {
 func TestRetryOnConnectFailureAndNoReplica(t *testing.T) {
 	var served atomic.Int64
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r) // GET /props when the replica turns healthy
+			return
+		}
 		served.Add(1)
 		b, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/json")

@@ -34,6 +34,11 @@ type ReplicaSpec struct {
 	// ExternalURL is an already-running OpenAI-compatible endpoint (model
 	// class openai): nothing is started, it is only health-checked.
 	ExternalURL string
+	// Host and Port, when set, are where a process replica must listen
+	// (a replica whose address others rely on); zero: the runtime picks a
+	// free loopback port.
+	Host string
+	Port int
 	// HealthPath is probed with GET; 200 means healthy ("/health").
 	HealthPath    string
 	StartTimeout  time.Duration

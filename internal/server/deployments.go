@@ -2,10 +2,12 @@ package server
 
 // deployments.go connects the deployments control plane (internal/deploy):
 // its admin API under /api/v1/deployments, the /d/{name}/v1 data routes, and
-// the choice of a deployment by model on the top-level /v1 routes. A request
-// for the gateway's own model keeps the single-engine pipeline; a request
-// for a deployment runs the same handler with the deployment as its backend
-// (routing across its replicas) and the engine-specific stages off.
+// the choice of a deployment by model on the top-level /v1 routes. The
+// gateway's own model is itself a deployment (built from the RAY_*
+// settings); its requests, on /v1 or /d/{its name}/v1, run the full
+// pipeline. A request for another deployment runs the same handler with
+// that deployment as its backend (routing across its replicas) and the
+// engine-specific stages off.
 
 import (
 	"encoding/json"
@@ -25,9 +27,25 @@ type target struct {
 	dep     *deploy.Target // nil: the gateway's own engine
 }
 
-// deploymentStages are the stages of a deployment request: the single
-// engine's scheduler, slot map and caches do not describe its replicas.
-var deploymentStages = &Stages{}
+// deploymentStages are the stages of a request for another deployment:
+// the engine-agnostic ones (prompt compiler, response cache, in-flight
+// dedupe) are shared with the gateway's model, their keys scoped to the
+// deployment; the scheduler, slot map and pressure stages describe the
+// gateway's own engine, not another deployment's replicas.
+func deploymentStages(own *Stages) *Stages {
+	return &Stages{Compiler: own.Compiler, Cache: own.Cache, Dedupe: own.Dedupe}
+}
+
+// scopeModel names the deployment and adapter in the model a cache or
+// dedupe key hashes, so two deployments (or adapters) never share answers;
+// lora_name, already resolved, is dropped so both ways of naming an adapter
+// share one key.
+func scopeModel(t target, sp *openai.Sampling, extra map[string]json.RawMessage) {
+	if t.dep != nil {
+		sp.Model = "deployment:" + t.dep.Name() + "/" + t.dep.ModelName() + ":" + t.dep.Adapter
+		delete(extra, "lora_name")
+	}
+}
 
 func (s *Server) registerDeployments() {
 	if s.deps == nil {
@@ -59,7 +77,7 @@ func (s *Server) pick(r *http.Request, model string, extra map[string]json.RawMe
 		if derr != nil {
 			return target{}, derr
 		}
-		return target{backend: t, stages: deploymentStages, dep: t}, nil
+		return target{backend: t, stages: s.depStages, dep: t}, nil
 	}
 	if s.deps == nil {
 		return target{}, openai.NotFound("deployment_not_found", "no deployment is named %q", name)
@@ -68,7 +86,11 @@ func (s *Server) pick(r *http.Request, model string, extra map[string]json.RawMe
 	if err != nil {
 		return target{}, err
 	}
-	return target{backend: t, stages: deploymentStages, dep: t}, nil
+	if t.Builtin() {
+		// The gateway's own model under its deployment name: same pipeline.
+		return target{backend: s.backend, stages: s.stages}, nil
+	}
+	return target{backend: t, stages: s.depStages, dep: t}, nil
 }
 
 // servedModels quotes every model name this gateway answers to.

@@ -105,6 +105,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, tg target, j *jo
 		return err
 	}
 	strategy := respcache.Strategy(s.cfg.Cache.KeyStrategy)
+	scopeModel(tg, sp, *extra) // prepare sets the upstream model afterwards
 	if tg.stages.Cache != nil {
 		j.cacheKey, j.cacheable = key(strategy)
 	}

@@ -59,18 +59,20 @@ type Deps struct {
 
 // Server is the HTTP surface of one gateway.
 type Server struct {
-	cfg      *config.Config
-	backend  Backend
-	metrics  *telemetry.Metrics
-	log      *slog.Logger
-	now      func() time.Time
-	mux      *http.ServeMux
-	routes   []Route
-	limits   openai.Limits
-	sec      *security
-	stages   *Stages
-	deps     *deploy.Manager
-	draining atomic.Bool
+	cfg     *config.Config
+	backend Backend
+	metrics *telemetry.Metrics
+	log     *slog.Logger
+	now     func() time.Time
+	mux     *http.ServeMux
+	routes  []Route
+	limits  openai.Limits
+	sec     *security
+	stages  *Stages
+	// depStages are the stages of requests for other deployments.
+	depStages *Stages
+	deps      *deploy.Manager
+	draining  atomic.Bool
 
 	// upstreamModel/clientModel are `"model":"<name>"` byte patterns used to
 	// show clients their model name; nil when the names are the same.
@@ -92,6 +94,7 @@ func New(d Deps) (*Server, error) {
 	if s.stages == nil {
 		s.stages = &Stages{}
 	}
+	s.depStages = deploymentStages(s.stages)
 	if err := d.Metrics.Registry.Register(newStageCollector(s.stages)); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,9 @@ type Runtime struct {
 	// Taskset is the CPU pinning tool (default: taskset from PATH; pinning
 	// is skipped with a warning when it is missing).
 	Taskset string
+	// LogOutput also sends each replica's output to Logger at debug level
+	// (it is always kept, last 16 KiB, for diagnostics).
+	LogOutput bool
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -55,24 +58,34 @@ func (r *Runtime) Start(ctx context.Context, spec runtime.ReplicaSpec, onChange 
 	if spec.Command == nil {
 		return nil, ErrNoCommand
 	}
-	host := r.Host
+	host, port := spec.Host, spec.Port
+	if host == "" {
+		host = r.Host
+	}
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	port, err := freePort(host)
-	if err != nil {
-		return nil, fmt.Errorf("replica %s: %w", spec.ID, err)
+	if port == 0 {
+		p, err := freePort(host)
+		if err != nil {
+			return nil, fmt.Errorf("replica %s: %w", spec.ID, err)
+		}
+		port = p
 	}
 	argv, env := spec.Command(host, port)
 	argv, env = r.Wrap(argv, env, spec.CPUs, spec.GPUs)
 	addr := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 	log := r.logger().With("component", "runtime.local", "replica", spec.ID)
 	p := &process{id: spec.ID, addr: addr, done: make(chan struct{}), tail: &tail{max: 16 << 10}}
+	var out io.Writer = p.tail
+	if r.LogOutput {
+		out = io.MultiWriter(p.tail, outputLog{log: log})
+	}
 	p.sup = supervisor.New(supervisor.Spec{
 		Name: spec.ID, Argv: argv, Env: env, HealthURL: addr + spec.HealthPath,
 		StartTimeout: spec.StartTimeout, ProbeInterval: spec.ProbeInterval, ProbeTimeout: spec.ProbeTimeout,
 		FailureLimit: spec.FailureLimit, BackoffBase: spec.BackoffBase, BackoffMax: spec.BackoffMax,
-		StopTimeout: spec.StopTimeout, Output: p.tail, Logger: log,
+		StopTimeout: spec.StopTimeout, Output: out, Logger: log,
 		OnStateChange: func(st supervisor.Status) {
 			if onChange != nil {
 				onChange(p.convert(st))
@@ -181,4 +194,12 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
+}
+
+// outputLog forwards a replica's output to the log at debug level.
+type outputLog struct{ log *slog.Logger }
+
+func (o outputLog) Write(p []byte) (int, error) {
+	o.log.Debug("replica output", "text", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -125,5 +126,36 @@ func TestExternalReplicaIsProbed(t *testing.T) {
 	waitUntil(t, "healthy again", func() bool { return rep.Status().State == runtime.Healthy })
 	if st.count(runtime.Healthy) != 2 || st.count(runtime.Unhealthy) != 1 {
 		t.Fatalf("transitions %v", st.all)
+	}
+}
+
+// TestProcessReplicaListensWhereTold: a spec with a host and port gets
+// exactly that address and command line (the gateway's own engine keeps
+// the port its settings give it).
+func TestProcessReplicaListensWhereTold(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "dies.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 8)
+	rep, err := (&Runtime{}).Start(context.Background(), runtime.ReplicaSpec{ID: "fixed", HealthPath: "/health",
+		Host: "127.0.0.1", Port: 48123,
+		Command: func(host string, port int) ([]string, []string) {
+			select {
+			case got <- fmt.Sprintf("%s:%d", host, port):
+			default:
+			}
+			return []string{script}, nil
+		},
+		BackoffBase: 20 * time.Millisecond, BackoffMax: 40 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rep.Stop(context.Background())
+	if rep.Address() != "http://127.0.0.1:48123" {
+		t.Fatalf("address %s", rep.Address())
+	}
+	if a := <-got; a != "127.0.0.1:48123" {
+		t.Fatalf("command rendered for %s", a)
 	}
 }
