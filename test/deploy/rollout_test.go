@@ -125,8 +125,12 @@ func TestDeleteDrainsInflightStream(t *testing.T) {
 	s["engine_config"] = map[string]any{"ctx_size": 2048, "parallel": 1}
 	p.create(s)
 	p.waitFor("running", 60*time.Second, runningWith(1), "bye")
-	body := `{"model":"bye-model","prompt":"Once upon a time","max_tokens":1500,"ignore_eos":true,"stream":true}`
-	resp, err := http.Post(p.Srv.URL+"/d/bye/v1/completions", "application/json", strings.NewReader(body))
+	// top_logprobs makes the stream about 2.7 MB: more than the sockets
+	// buffer, so it stays in flight while this test does not read it, however
+	// fast the engine is.
+	body := `{"model":"bye-model","messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":1500,` +
+		`"ignore_eos":true,"stream":true,"logprobs":true,"top_logprobs":20}`
+	resp, err := http.Post(p.Srv.URL+"/d/bye/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
