@@ -24,6 +24,10 @@ var secRouteAccess = map[string]Access{
 	"GET /v1/models":            Client,
 	"POST /v1/chat/completions": Client,
 	"POST /v1/completions":      Client,
+	// The dashboard's static assets carry no data; the page calls the admin
+	// API with the key the operator types.
+	"GET /dashboard":           Public,
+	"GET /dashboard/{file...}": Public,
 }
 
 const (

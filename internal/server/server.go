@@ -116,6 +116,7 @@ func New(d Deps) (*Server, error) {
 	s.handle(Route{"POST /v1/chat/completions", Client, "chat"}, s.errorHandler(s.chat))
 	s.handle(Route{"POST /v1/completions", Client, "completions"}, s.errorHandler(s.completions))
 	s.registerDeployments()
+	s.registerDashboard()
 	s.mux.Handle("/", s.errorHandler(func(w http.ResponseWriter, r *http.Request) error {
 		return openai.NotFound("not_found", "no route for %s %s", r.Method, r.URL.Path)
 	}))
