@@ -116,7 +116,7 @@ It writes a JSON report (--out) and an SVG latency chart beside it.`,
 		},
 	}
 	f.register(cmd, false)
-	cmd.AddCommand(newBenchAssertCmd(g), newBenchUpstreamCmd())
+	cmd.AddCommand(newBenchAssertCmd(g), newBenchUpstreamCmd(), newBenchAutotuneCmd(g))
 	return cmd
 }
 
