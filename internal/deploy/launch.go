@@ -94,6 +94,11 @@ func llamaLaunch(s Spec, d Defaults) llamacpp.Launch {
 	for _, m := range e.LoRAModules {
 		l.LoRA = append(l.LoRA, m.Path)
 	}
+	if len(l.LoRA) > 0 {
+		// llama-server's RAM prompt cache does not key entries by adapter: a
+		// prompt cached without one would be continued with another.
+		l.CacheRAMMiB = 0
+	}
 	l.Extra = append(append([]string(nil), d.Llama.Extra...), e.ExtraArgs...)
 	return l
 }

@@ -130,7 +130,9 @@ func (t *Target) SetAdapter(name string) error {
 }
 
 // ApplyAdapter rewrites an upstream request for the selected adapter: for
-// llama.cpp the per-request `lora` list (the adapter at scale 1, others 0);
+// llama.cpp the per-request `lora` list (the adapter at scale 1, others 0;
+// every adapter at 0 for the base model, since llama-server applies its
+// launch scales to a request without the list);
 // for vLLM and external endpoints the adapter's name as model. lora_name is
 // removed either way, so the engine never sees raygw's field.
 func (t *Target) ApplyAdapter(model *string, extra *map[string]json.RawMessage) {
@@ -139,7 +141,7 @@ func (t *Target) ApplyAdapter(model *string, extra *map[string]json.RawMessage) 
 	}
 	s := t.d.specSnapshot()
 	*model = s.ModelName
-	if t.Adapter == "" {
+	if t.Adapter == "" && (s.ModelClass != ClassLlamaCpp || len(s.EngineConfig.LoRAModules) == 0) {
 		return
 	}
 	if s.ModelClass != ClassLlamaCpp {

@@ -28,7 +28,7 @@ func TestLoRASelection(t *testing.T) {
 		status                       int
 		lora                         string
 	}{
-		{"plain model", "", "story", "", 0, ""},
+		{"plain model", "", "story", "", 0, `[{"id":0,"scale":0},{"id":1,"scale":0}]`},
 		{"model:adapter", "", "story:code", "", 0, `[{"id":0,"scale":0},{"id":1,"scale":1}]`},
 		{"lora_name", "", "story", `"support"`, 0, `[{"id":0,"scale":1},{"id":1,"scale":0}]`},
 		{"lora_name on /d/", "base", "story", `"code"`, 0, `[{"id":0,"scale":0},{"id":1,"scale":1}]`},
