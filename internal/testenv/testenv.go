@@ -95,7 +95,7 @@ type Engine struct {
 	URL  string
 	Port int
 	Cmd  *exec.Cmd
-	Log  *bytes.Buffer
+	Log  *SyncBuffer
 }
 
 // StartLlamaServer starts llama-server on a free loopback port with the test
@@ -105,18 +105,31 @@ func StartLlamaServer(t testing.TB, extra ...string) *Engine {
 	port := FreePort(t)
 	args := append([]string{"--model", Model(t), "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--ctx-size", "512", "--parallel", "2", "--threads", "1", "--metrics", "--no-webui"}, extra...)
-	log := &bytes.Buffer{}
+	log := &SyncBuffer{}
 	cmd := exec.Command(LlamaServer(t), args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	e := &Engine{URL: "http://127.0.0.1:" + strconv.Itoa(port), Port: port, Cmd: cmd, Log: log}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
 	})
-	if err := WaitHealthy(e.URL, 60*time.Second); err != nil {
+	// A server that refuses its arguments (or model) exits: fail at once
+	// instead of waiting out the health timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-exited:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := waitHealthy(ctx, e.URL); err != nil {
 		t.Fatalf("llama-server did not become healthy: %v\n%s", err, log.String())
 	}
 	return e
@@ -126,6 +139,10 @@ func StartLlamaServer(t testing.TB, extra ...string) *Engine {
 func WaitHealthy(base string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	return waitHealthy(ctx, base)
+}
+
+func waitHealthy(ctx context.Context, base string) error {
 	var last error
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
