@@ -64,8 +64,13 @@ type deployment struct {
 	seq        int
 }
 
+// affinityPrefixes bounds the prompt prefixes a deployment's router
+// remembers (least recently used are forgotten).
+const affinityPrefixes = 4096
+
 func newDeployment(m *Manager, s Spec, gen int, b *Builtin) *deployment {
-	d := &deployment{m: m, name: s.Name, log: m.log.With("deployment", s.Name), pool: routing.NewPool(nil),
+	router := routing.WithAffinity(routing.NewPrefixAffinity(affinityPrefixes), routing.AffinityWeight)
+	d := &deployment{m: m, name: s.Name, log: m.log.With("deployment", s.Name), pool: routing.NewPool(router),
 		win: newWindow(m.opt.Now), cmds: make(chan func(), 16), events: make(chan event, 256), done: make(chan struct{}),
 		spec: s, gen: gen, state: Deploying, stateSince: m.opt.Now(), reps: map[string]*replica{}, builtin: b}
 	key := ""

@@ -13,9 +13,11 @@ import (
 	"github.com/raygw/raygw/internal/routing"
 )
 
-// routeTransport sends each request to the deployment's least-loaded
-// healthy replica, counts it in flight until its body is closed, and tries
-// one other replica when the first could not be connected to (no byte sent).
+// routeTransport sends each request to the deployment's healthy replica
+// chosen by least pending and prompt-prefix affinity (the prefix key rides
+// in the request context, see routing.WithPrefix), counts it in flight
+// until its body is closed, and tries one other replica when the first
+// could not be connected to (no byte sent).
 type routeTransport struct {
 	d    *deployment
 	base http.RoundTripper
@@ -28,7 +30,7 @@ var errNoReplica = errors.New("no healthy replica")
 func (t *routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	d := t.d
 	start := d.m.opt.Now()
-	rr := &routing.Request{}
+	rr := &routing.Request{PrefixKey: routing.PrefixFrom(req.Context())}
 	var lastErr error
 	for attempt := 0; attempt < 2; attempt++ {
 		lease, err := d.pool.Acquire(rr)

@@ -1,8 +1,8 @@
 // Package routing owns replica picking for a deployment: filters drop
 // endpoints that must not serve a request (unhealthy, draining, already
-// tried), scorers give each remaining endpoint a 0..1 score (least pending
-// today; a prefix-affinity scorer can join with its own weight), and one
-// picker chooses the best total. Pool keeps the endpoint set and in-flight
+// tried), scorers give each remaining endpoint a 0..1 score (least pending,
+// and prefix affinity: the replica that last served a prompt prefix has it
+// in its prompt cache), and one picker chooses the best weighted total. Pool keeps the endpoint set and in-flight
 // counts under one lock so a pick and its in-flight increment are atomic.
 package routing
 
@@ -29,8 +29,14 @@ type Endpoint struct {
 type Request struct {
 	// Exclude lists endpoint ids not to use (a failed first try).
 	Exclude []string
-	// Prompt is the prompt text, for affinity scorers.
-	Prompt string
+	// PrefixKey hashes the prompt's stable prefix (system prompt, leading
+	// messages); 0 when unknown. Affinity scorers read it.
+	PrefixKey uint64
+}
+
+// Recorder is a scorer that learns from each pick (affinity indexes).
+type Recorder interface {
+	Record(req *Request, ep *Endpoint)
 }
 
 // Filter keeps the endpoints that may serve req.
@@ -58,6 +64,13 @@ type Router struct {
 // Default is healthy+not-excluded filtering with least-pending scoring.
 func Default() *Router {
 	return &Router{Filters: []Filter{Serving{}, Excluded{}}, Scorers: []Weighted{{LeastPending{}, 1}}}
+}
+
+// WithAffinity is Default plus a prefix-affinity scorer of the given weight.
+func WithAffinity(a *PrefixAffinity, weight float64) *Router {
+	r := Default()
+	r.Scorers = append(r.Scorers, Weighted{a, weight})
+	return r
 }
 
 // Pick returns the chosen endpoint. Ties go to the earliest endpoint after
@@ -188,6 +201,11 @@ func (p *Pool) Acquire(req *Request) (*Lease, error) {
 	}
 	ep.InFlight++
 	ep.Requests++
+	for _, w := range p.router.Scorers {
+		if r, ok := w.Scorer.(Recorder); ok {
+			r.Record(req, ep)
+		}
+	}
 	return &Lease{pool: p, ep: ep}, nil
 }
 

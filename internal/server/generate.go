@@ -10,6 +10,7 @@ import (
 	"github.com/raygw/raygw/internal/openai"
 	"github.com/raygw/raygw/internal/promptc"
 	"github.com/raygw/raygw/internal/respcache"
+	"github.com/raygw/raygw/internal/routing"
 )
 
 // job is one validated generation request on its way to the engine.
@@ -117,6 +118,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, tg target, j *jo
 		}
 	}
 	s.prepare(tg, sp, extra)
+	if tg.dep != nil {
+		// The deployment's router sends a prefix back to the replica that
+		// has it in its prompt cache.
+		r = r.WithContext(routing.WithPrefix(r.Context(), j.prefix))
+	}
 	return s.generate(w, r, j)
 }
 
