@@ -206,7 +206,11 @@ func (s *Scheduler) Acquire(ctx context.Context, job Job) (*Ticket, error) {
 	w := &waiter{job: job, tokens: job.Tokens(), short: job.OutputCap <= s.opts.ShortJobMaxTokens,
 		seq: s.seq, arrived: now, position: len(s.queue), slot: -1}
 	s.seq++
-	if len(s.queue) == 0 && (s.opts.BatchWindow <= 0 || s.opts.MaxQueue == 0) && s.running < s.opts.Concurrency && s.fitsLocked(w) {
+	// The batch window orders arrivals that contend; with nothing running
+	// and nobody waiting there is no contender, so waiting would only add
+	// latency to a lone request.
+	idle := s.running == 0
+	if len(s.queue) == 0 && (s.opts.BatchWindow <= 0 || s.opts.MaxQueue == 0 || idle) && s.running < s.opts.Concurrency && s.fitsLocked(w) {
 		score, slot := s.policy(now).bestSlot(w, s.freeSlotsLocked())
 		s.grantLocked(w, now, slot)
 		s.logGrantLocked("admit", w, decision{slot: slot, score: score, reason: "immediate"})

@@ -98,11 +98,18 @@ func TestPromotedJobBlocksUntilItFits(t *testing.T) {
 	})
 }
 
+// TestBatchWindowOrdersNearArrivals: with a job running, arrivals within
+// the window are ordered together (the short one first on the free place).
 func TestBatchWindowOrdersNearArrivals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := base()
-		o.BatchWindow = 5 * time.Millisecond
+		o.Concurrency, o.BatchWindow = 2, 5*time.Millisecond
 		s := New(o)
+		busy, err := s.Acquire(t.Context(), Job{OutputCap: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer busy.Release()
 		long := start(s, t.Context(), Job{OutputCap: 300})
 		time.Sleep(time.Millisecond)
 		short := start(s, t.Context(), Job{OutputCap: 20})
@@ -184,4 +191,31 @@ func TestImmediateAdmitPicksAffineSlot(t *testing.T) {
 	if tk.Slot != 1 {
 		t.Fatalf("slot = %d, want 1", tk.Slot)
 	}
+}
+
+// TestIdleSchedulerSkipsTheBatchWindow: a lone request on an idle scheduler
+// is admitted at once; the window applies only once something runs.
+func TestIdleSchedulerSkipsTheBatchWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := base()
+		o.Concurrency, o.BatchWindow = 2, 5*time.Millisecond
+		s := New(o)
+		first := mustTicket(t, start(s, t.Context(), Job{OutputCap: 10}))
+		if first.QueueDelay != 0 {
+			t.Fatalf("idle scheduler delayed a lone request by %s", first.QueueDelay)
+		}
+		second := start(s, t.Context(), Job{OutputCap: 10})
+		synctest.Wait()
+		if _, ok := ready(second); ok {
+			t.Fatal("with a job running, a new arrival skipped the batch window")
+		}
+		time.Sleep(5 * time.Millisecond)
+		synctest.Wait()
+		if tk := mustTicket(t, second); tk.QueueDelay != 5*time.Millisecond {
+			t.Fatalf("second queue delay = %s, want the 5ms window", tk.QueueDelay)
+		} else {
+			tk.Release()
+		}
+		first.Release()
+	})
 }
