@@ -106,3 +106,42 @@ func TestBenchmarkFixturesDecode(t *testing.T) {
 		t.Errorf("re-encoded fixture lost a field: %s (%v)", out, err)
 	}
 }
+
+// BenchmarkAppendChat is the encoding the gateway uses for the upstream
+// request: AppendJSON, without json.Marshal's copies around a Marshaler.
+func BenchmarkAppendChat(b *testing.B) {
+	req, err := DecodeChat(benchChatBody, DefaultLimits)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := req.AppendJSON(nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSSEReadPooled is BenchmarkSSERead with the reader released after
+// each stream, as the gateway does, so its read buffer is reused.
+func BenchmarkSSEReadPooled(b *testing.B) {
+	var stream bytes.Buffer
+	for range 128 {
+		fmt.Fprintf(&stream, "data: %s\n\n", benchChunk)
+	}
+	stream.WriteString("data: [DONE]\n\n")
+	raw := stream.Bytes()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		r := NewSSEReader(bytes.NewReader(raw))
+		for {
+			if _, err := r.Next(); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+		r.Release()
+	}
+}

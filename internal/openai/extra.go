@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -11,8 +12,8 @@ type fieldRule func(name string, raw json.RawMessage) error
 
 func numRange(lo, hi float64) fieldRule {
 	return func(name string, raw json.RawMessage) error {
-		var v float64
-		if json.Unmarshal(raw, &v) != nil || v < lo || v > hi {
+		v, ok := jsonFloat(raw)
+		if !ok || v < lo || v > hi {
 			return BadRequest(name, "%s must be a number between %g and %g", name, lo, hi)
 		}
 		return nil
@@ -21,8 +22,8 @@ func numRange(lo, hi float64) fieldRule {
 
 func intRange(lo, hi int64) fieldRule {
 	return func(name string, raw json.RawMessage) error {
-		var v int64
-		if json.Unmarshal(raw, &v) != nil || v < lo || v > hi {
+		v, ok := jsonInt(raw)
+		if !ok || v < lo || v > hi {
 			return BadRequest(name, "%s must be an integer between %d and %d", name, lo, hi)
 		}
 		return nil
@@ -30,8 +31,7 @@ func intRange(lo, hi int64) fieldRule {
 }
 
 func boolean(name string, raw json.RawMessage) error {
-	var v bool
-	if json.Unmarshal(raw, &v) != nil {
+	if string(raw) != "true" && string(raw) != "false" && !decodes(raw, new(bool)) {
 		return BadRequest(name, "%s must be a boolean", name)
 	}
 	return nil
@@ -54,6 +54,73 @@ func objectMax(n int) fieldRule {
 		}
 		return nil
 	}
+}
+
+// jsonFloat is json.Unmarshal of raw into a float64: the value, or false
+// when it fails. A plain JSON number takes the short way.
+func jsonFloat(raw json.RawMessage) (float64, bool) {
+	if isJSONNumber(raw) {
+		v, err := strconv.ParseFloat(string(raw), 64)
+		return v, err == nil
+	}
+	var v float64
+	return v, decodes(raw, &v)
+}
+
+// jsonInt is json.Unmarshal of raw into an int64, like jsonFloat.
+func jsonInt(raw json.RawMessage) (int64, bool) {
+	if isJSONNumber(raw) {
+		v, err := strconv.ParseInt(string(raw), 10, 64)
+		return v, err == nil
+	}
+	var v int64
+	return v, decodes(raw, &v)
+}
+
+// decodes reports whether raw decodes into v.
+func decodes(raw json.RawMessage, v any) bool { return json.Unmarshal(raw, v) == nil }
+
+// isJSONNumber reports whether b is exactly one JSON number.
+func isJSONNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(b, i)
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		if j := digits(b, i+1); j > i+1 {
+			i = j
+		} else {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(b)
+}
+
+// digits returns the index after the run of ASCII digits starting at i.
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // EngineFields are the request fields beyond the OpenAI schema that raygw

@@ -75,6 +75,10 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if len(b) > 0 && b[0] == '"' {
+		if plainJSONText(b) {
+			c.Text = string(b[1 : len(b)-1])
+			return nil
+		}
 		return json.Unmarshal(b, &c.Text)
 	}
 	if err := json.Unmarshal(b, &c.Parts); err != nil {
@@ -94,7 +98,7 @@ func (c Content) MarshalJSON() ([]byte, error) {
 	case c.Parts != nil:
 		return json.Marshal(c.Parts)
 	}
-	return json.Marshal(c.Text)
+	return appendJSONString(make([]byte, 0, len(c.Text)+2), c.Text), nil
 }
 
 // String joins the text of all parts.
@@ -198,68 +202,54 @@ func DecodeCompletion(body []byte, lim Limits) (*CompletionRequest, error) {
 }
 
 // MarshalJSON writes the modelled fields followed by the forwarded extras.
-func (r *ChatRequest) MarshalJSON() ([]byte, error) {
+func (r *ChatRequest) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil) }
+
+// AppendJSON appends the request as MarshalJSON encodes it, without the
+// copies json.Marshal makes around a Marshaler.
+func (r *ChatRequest) AppendJSON(dst []byte) ([]byte, error) {
 	type plain ChatRequest
-	return withExtra((*plain)(r), r.Extra)
+	return appendWithExtra(dst, (*plain)(r), r.Extra)
 }
 
 // MarshalJSON writes the modelled fields followed by the forwarded extras.
-func (r *CompletionRequest) MarshalJSON() ([]byte, error) {
+func (r *CompletionRequest) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil) }
+
+// AppendJSON appends the request as MarshalJSON encodes it, without the
+// copies json.Marshal makes around a Marshaler.
+func (r *CompletionRequest) AppendJSON(dst []byte) ([]byte, error) {
 	type plain CompletionRequest
-	return withExtra((*plain)(r), r.Extra)
+	return appendWithExtra(dst, (*plain)(r), r.Extra)
 }
 
-func withExtra(v any, extra map[string]json.RawMessage) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil || len(extra) == 0 {
-		return b, err
-	}
-	e, err := json.Marshal(extra)
-	if err != nil {
-		return nil, err
-	}
-	if len(e) <= 2 {
-		return b, nil
-	}
-	out := append(b[:len(b)-1], ',')
-	return append(out, e[1:]...), nil
-}
-
+// decode decodes body into v and returns the allowed engine fields among
+// the members v does not model. One pass of encoding/json decodes v (and
+// rejects malformed JSON); a light scan of the already valid object then
+// collects the unknown member names without building a map of all members.
 func decode(body []byte, v any, known map[string]bool) (map[string]json.RawMessage, error) {
-	if !utf8.Valid(body) {
-		return nil, BadRequest("", "request body is not valid UTF-8")
-	}
-	if bytes.IndexByte(body, 0) >= 0 {
-		return nil, BadRequest("", "request body contains a NUL byte")
-	}
-	if err := checkDepth(body, 32); err != nil {
+	if err := checkBody(body); err != nil {
 		return nil, err
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
+	if err := json.Unmarshal(body, v); err != nil {
 		return nil, jsonError(err)
 	}
-	if raw == nil {
+	// body is one valid JSON value; only an object is a request (null
+	// decodes into a struct without error).
+	if body[skipSpace(body, 0)] != '{' {
 		return nil, BadRequest("", "request body must be a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
-		return nil, jsonError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, BadRequest("", "unexpected data after the JSON object")
-	}
-	var extra map[string]json.RawMessage
-	for k, val := range raw {
-		if !known[k] {
-			if extra == nil {
-				extra = map[string]json.RawMessage{}
-			}
-			extra[k] = val
-		}
-	}
-	extra, _, err := filterExtra(extra)
+	extra, _, err := filterExtra(unknownMembers(body, known))
 	return extra, err
+}
+
+// checkBody holds the checks made before any JSON decoding.
+func checkBody(body []byte) error {
+	if !utf8.Valid(body) {
+		return BadRequest("", "request body is not valid UTF-8")
+	}
+	if bytes.IndexByte(body, 0) >= 0 {
+		return BadRequest("", "request body contains a NUL byte")
+	}
+	return checkDepth(body, 32)
 }
 
 func jsonError(err error) *Error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 )
 
 // Done is the payload of the final SSE event of an OpenAI stream.
@@ -17,6 +18,7 @@ type SSEWriter struct {
 	w       io.Writer
 	flusher http.Flusher
 	started bool
+	buf     []byte // one event, reused
 }
 
 // NewSSEWriter prepares w for an event stream. Headers are sent with the
@@ -28,10 +30,12 @@ func NewSSEWriter(w http.ResponseWriter) *SSEWriter {
 
 // Header sets the event-stream headers; call before the first Data.
 func SSEHeaders(h http.Header) {
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
+	// As h.Set with canonical names; the four values share one array.
+	v := []string{"text/event-stream", "no-cache", "keep-alive", "no"}
+	h["Content-Type"] = v[0:1:1]
+	h["Cache-Control"] = v[1:2:2]
+	h["Connection"] = v[2:3:3]
+	h["X-Accel-Buffering"] = v[3:4:4]
 }
 
 // Data writes one event whose data is payload (one line; no newlines).
@@ -40,10 +44,16 @@ func (s *SSEWriter) Data(payload []byte) error {
 		return errors.New("sse: payload contains a newline")
 	}
 	s.started = true
-	buf := make([]byte, 0, len(payload)+8)
+	buf := s.buf[:0]
+	if need := len(payload) + 8; cap(buf) < need {
+		buf = make([]byte, 0, max(need, 512)) // most events fit the first buffer
+	}
 	buf = append(buf, "data: "...)
 	buf = append(buf, payload...)
 	buf = append(buf, '\n', '\n')
+	if cap(buf) <= maxKeptEventBuffer {
+		s.buf = buf
+	}
 	if _, err := s.w.Write(buf); err != nil {
 		return err
 	}
@@ -59,6 +69,9 @@ func (s *SSEWriter) Done() error { return s.Data(Done) }
 // Started reports whether any event has been written.
 func (s *SSEWriter) Started() bool { return s.started }
 
+// maxKeptEventBuffer bounds the event buffer an SSEWriter keeps.
+const maxKeptEventBuffer = 64 << 10
+
 // MaxEventBytes bounds one upstream event; longer events are an error.
 const MaxEventBytes = 4 << 20
 
@@ -67,13 +80,38 @@ var ErrEventTooLarge = errors.New("sse: event too large")
 
 // SSEReader reads the data payloads of an event stream.
 type SSEReader struct {
-	r    *bufio.Reader
-	data bytes.Buffer
+	r        *bufio.Reader
+	data     bytes.Buffer
+	line     []byte // a line longer than the read buffer, reused
+	released bool
 }
+
+// sseReaders keeps released readers with their 32 KiB read buffers.
+var sseReaders = sync.Pool{New: func() any { return &SSEReader{r: bufio.NewReaderSize(nil, 32<<10)} }}
 
 // NewSSEReader reads events from r.
 func NewSSEReader(r io.Reader) *SSEReader {
-	return &SSEReader{r: bufio.NewReaderSize(r, 32<<10)}
+	s := sseReaders.Get().(*SSEReader)
+	s.r.Reset(r)
+	s.released = false
+	return s
+}
+
+// Release hands the reader's buffers to the next NewSSEReader. Neither the
+// reader nor an event it returned may be used afterwards. Calling it is
+// optional; a reader that is not released is garbage collected.
+func (s *SSEReader) Release() {
+	if s.released {
+		return
+	}
+	s.released = true
+	s.r.Reset(nil)
+	s.data.Reset()
+	if s.data.Cap() > maxKeptEventBuffer {
+		s.data = bytes.Buffer{}
+	}
+	s.line = nil
+	sseReaders.Put(s)
 }
 
 // Next returns the data of the next event (multi-line data joined with \n).
@@ -118,12 +156,26 @@ func (s *SSEReader) Next() ([]byte, error) {
 	}
 }
 
+// readLine returns the next line without its line ending. The line is
+// valid until the next call.
 func (s *SSEReader) readLine() ([]byte, error) {
-	var line []byte
+	chunk, isPrefix, err := s.r.ReadLine()
+	if err != nil {
+		return nil, err
+	}
+	if !isPrefix { // the common case: the line fits the read buffer
+		return bytes.TrimSuffix(chunk, []byte("\r")), nil
+	}
+	line := append(s.line[:0], chunk...)
+	defer func() {
+		if cap(line) <= maxKeptEventBuffer {
+			s.line = line[:0]
+		}
+	}()
 	for {
 		chunk, isPrefix, err := s.r.ReadLine()
 		if err != nil {
-			if err == io.EOF && len(line) > 0 {
+			if err == io.EOF {
 				return line, nil
 			}
 			return nil, err

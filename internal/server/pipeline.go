@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -42,9 +43,83 @@ type runMeta struct {
 // JSON and never start with a NUL byte.
 var metaPrefix = []byte("\x00meta")
 
+// event is the meta event: metaPrefix and the JSON of m, as json.Marshal
+// writes it, in one allocation.
+func (m runMeta) event() []byte {
+	b := make([]byte, 0, len(metaPrefix)+48)
+	b = append(b, metaPrefix...)
+	b = append(b, `{"q":`...)
+	b = strconv.AppendInt(b, m.QueueMS, 10)
+	b = append(b, `,"p":`...)
+	b = strconv.AppendInt(b, int64(m.Position), 10)
+	return append(b, '}')
+}
+
+// parseMeta decodes the JSON of a meta event as json.Unmarshal does,
+// reading the form event writes without it.
+func parseMeta(b []byte) (runMeta, bool) {
+	if rest, ok := bytes.CutPrefix(b, []byte(`{"q":`)); ok {
+		q, rest, okQ := cutInt(rest, ',')
+		if rest, ok = bytes.CutPrefix(rest, []byte(`"p":`)); okQ && ok {
+			if p, rest, okP := cutInt(rest, '}'); okP && len(rest) == 0 {
+				return runMeta{QueueMS: q, Position: int(p)}, true
+			}
+		}
+	}
+	return unmarshalMeta(b)
+}
+
+func unmarshalMeta(b []byte) (runMeta, bool) {
+	var m runMeta
+	err := json.Unmarshal(b, &m)
+	return m, err == nil
+}
+
+// cutInt reads an integer written by strconv.AppendInt up to the byte end
+// and returns it and what follows end.
+func cutInt(b []byte, end byte) (int64, []byte, bool) {
+	i := bytes.IndexByte(b, end)
+	if i <= 0 {
+		return 0, nil, false
+	}
+	n, err := strconv.ParseInt(string(b[:i]), 10, 64)
+	var canon [24]byte
+	if err != nil || !bytes.Equal(strconv.AppendInt(canon[:0], n, 10), b[:i]) {
+		return 0, nil, false
+	}
+	return n, b[i+1:], true
+}
+
+// setHeaders sets name/value pairs as h.Set does for canonical names, with
+// one allocation for all the values.
+func setHeaders(h http.Header, kv ...string) {
+	vals := make([]string, len(kv)/2)
+	for i := range vals {
+		vals[i] = kv[2*i+1]
+		h[kv[2*i]] = vals[i : i+1 : i+1]
+	}
+}
+
+// upstreamPayload encodes a request body for the engine: AppendJSON when
+// the body has it (the OpenAI request types), else json.Marshal; the same
+// bytes either way.
+func upstreamPayload(body any) ([]byte, error) {
+	if a, ok := body.(interface{ AppendJSON([]byte) ([]byte, error) }); ok {
+		return a.AppendJSON(nil)
+	}
+	return json.Marshal(body)
+}
+
 // run executes a job once: admission, slot choice, the engine call, and the
 // cache fill. Stream events go to emit as they arrive.
 func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, emit func([]byte)) (*answer, error) {
+	return s.runJob(ctx, client, j, emit, false)
+}
+
+// runJob is run; with lend, emit handles each event before it returns and
+// keeps none, so stream events that the cache does not keep are lent to it
+// instead of copied.
+func (s *Server) runJob(ctx context.Context, client *openaicompat.Client, j *job, emit func([]byte), lend bool) (*answer, error) {
 	a := &answer{}
 	if sched := j.stages.Sched; sched != nil {
 		t, err := sched.Acquire(ctx, admission.Job{PromptTokens: s.estimate(j), OutputCap: j.outputCap, PrefixKey: j.prefix})
@@ -57,8 +132,7 @@ func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, e
 			(*j.extra)["id_slot"] = json.RawMessage(strconv.Itoa(t.Slot))
 		}
 	}
-	m, _ := json.Marshal(a.meta)
-	emit(append(append([]byte{}, metaPrefix...), m...))
+	emit(a.meta.event())
 	slot := -1
 	if raw, ok := (*j.extra)["id_slot"]; ok {
 		slot, _ = strconv.Atoi(string(raw))
@@ -67,9 +141,11 @@ func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, e
 			(*j.extra)["id_slot"] = json.RawMessage(strconv.Itoa(slot))
 		}
 	}
-	s.log.Debug("engine slot", "request_id", requestIDFrom(ctx), "id_slot", slot, "family", j.family,
-		"prefix_key", j.prefix)
-	payload, err := json.Marshal(j.body)
+	if s.log.Enabled(ctx, slog.LevelDebug) { // spares boxing the arguments
+		s.log.Debug("engine slot", "request_id", requestIDFrom(ctx), "id_slot", slot, "family", j.family,
+			"prefix_key", j.prefix)
+	}
+	payload, err := upstreamPayload(j.body)
 	if err != nil {
 		return nil, openai.Internal(err)
 	}
@@ -84,13 +160,13 @@ func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, e
 		tr.Remember(slot, j.prefix)
 	}
 	if !j.stream {
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+		body, err := readAll(resp.Body, resp.ContentLength, maxResponseBytes)
 		if err != nil {
 			return nil, openaicompat.Classify(ctx, err)
 		}
 		s.recordUsage(j, body)
 		a.body = s.renameModel(body)
-	} else if err := s.readStream(ctx, resp.Body, j, a, emit); err != nil {
+	} else if err := s.readStream(ctx, resp.Body, j, a, emit, lend); err != nil {
 		return nil, err
 	}
 	s.observe(j, a)
@@ -101,9 +177,12 @@ func (s *Server) run(ctx context.Context, client *openaicompat.Client, j *job, e
 }
 
 // readStream relays engine events to emit, keeping them for the cache while
-// they fit its byte budget.
-func (s *Server) readStream(ctx context.Context, body io.Reader, j *job, a *answer, emit func([]byte)) error {
+// they fit its byte budget. With lend, events the cache does not keep are
+// passed to emit in the reader's buffers, valid only during the call.
+func (s *Server) readStream(ctx context.Context, body io.Reader, j *job, a *answer, emit func([]byte), lend bool) error {
 	in := openai.NewSSEReader(body)
+	defer in.Release()
+	var scratch []byte // a lent renamed event
 	kept, limit := int64(0), s.cfg.Cache.MaxBytes
 	for {
 		data, err := in.Next()
@@ -122,7 +201,12 @@ func (s *Server) readStream(ctx context.Context, body io.Reader, j *job, a *answ
 		if bytes.Contains(data, []byte(`"timings"`)) || bytes.Contains(data, []byte(`"usage"`)) {
 			s.recordUsage(j, data)
 		}
-		ev := append([]byte(nil), s.renameModel(data)...)
+		var ev []byte
+		if lend && !j.cacheable {
+			ev, scratch = s.renameLent(data, scratch)
+		} else {
+			ev = s.renamedCopy(data) // data is only valid until the next read
+		}
 		if j.cacheable {
 			if kept += int64(len(ev)); kept <= limit {
 				a.events = append(a.events, ev)
@@ -183,10 +267,9 @@ type sink struct {
 // event handles one run event for this client.
 func (k *sink) event(ev []byte) {
 	if bytes.HasPrefix(ev, metaPrefix) {
-		var m runMeta
-		if json.Unmarshal(ev[len(metaPrefix):], &m) == nil && k.out == nil {
-			k.w.Header().Set(headerQueueMS, strconv.FormatInt(m.QueueMS, 10))
-			k.w.Header().Set(headerQueuePos, strconv.Itoa(m.Position))
+		if m, ok := parseMeta(ev[len(metaPrefix):]); ok && k.out == nil {
+			setHeaders(k.w.Header(), headerQueueMS, strconv.FormatInt(m.QueueMS, 10),
+				headerQueuePos, strconv.Itoa(m.Position))
 		}
 		return
 	}
@@ -213,10 +296,9 @@ func (k *sink) finish(ctx context.Context, a *answer, err error) error {
 		k.s.streamFailed(ctx, k.out, err)
 		return nil
 	case !k.j.stream:
-		k.w.Header().Set(headerQueueMS, strconv.FormatInt(a.meta.QueueMS, 10))
-		k.w.Header().Set(headerQueuePos, strconv.Itoa(a.meta.Position))
-		k.w.Header().Set("Content-Type", "application/json")
-		k.w.Header().Set("Content-Length", strconv.Itoa(len(a.body)))
+		setHeaders(k.w.Header(), headerQueueMS, strconv.FormatInt(a.meta.QueueMS, 10),
+			headerQueuePos, strconv.Itoa(a.meta.Position), "Content-Type", "application/json",
+			"Content-Length", strconv.Itoa(len(a.body)))
 		k.w.WriteHeader(http.StatusOK)
 		_, _ = k.w.Write(a.body)
 		return nil
@@ -231,8 +313,9 @@ func (k *sink) finish(ctx context.Context, a *answer, err error) error {
 }
 
 // runDirect runs the job for this client alone, streaming as it goes.
+// k.event writes each event at once and keeps none, so events are lent.
 func (s *Server) runDirect(ctx context.Context, k *sink, client *openaicompat.Client) error {
-	a, err := s.run(ctx, client, k.j, k.event)
+	a, err := s.runJob(ctx, client, k.j, k.event, true)
 	return k.finish(ctx, a, err)
 }
 

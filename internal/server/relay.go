@@ -27,52 +27,6 @@ func postJSON(ctx context.Context, c *openaicompat.Client, path string, in, out 
 	return json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out)
 }
 
-// tokenCounts reads an answer's token counts without parsing the whole
-// answer: the OpenAI "usage" object, else llama.cpp's "timings". Inside
-// generated text these keys appear only with escaped quotes, so the last
-// unescaped match is the top-level one.
-func tokenCounts(raw []byte) (prompt, completion int, ok bool) {
-	if i := bytes.LastIndex(raw, []byte(`"usage":`)); i >= 0 {
-		var u struct {
-			PromptTokens     int `json:"prompt_tokens"`
-			CompletionTokens int `json:"completion_tokens"`
-		}
-		if json.NewDecoder(bytes.NewReader(raw[i+len(`"usage":`):])).Decode(&u) == nil {
-			return u.PromptTokens, u.CompletionTokens, true
-		}
-	}
-	if i := bytes.LastIndex(raw, []byte(`"timings":`)); i >= 0 {
-		var t struct {
-			PromptN    int `json:"prompt_n"`
-			PredictedN int `json:"predicted_n"`
-		}
-		if json.NewDecoder(bytes.NewReader(raw[i+len(`"timings":`):])).Decode(&t) == nil {
-			return t.PromptN, t.PredictedN, true
-		}
-	}
-	return 0, 0, false
-}
-
-func (s *Server) recordUsage(j *job, raw []byte) {
-	prompt, completion, ok := tokenCounts(raw)
-	if !ok {
-		return
-	}
-	j.usage.prompt, j.usage.completion = prompt, completion
-	j.usage.finish = "stop"
-	if bytes.Contains(raw, []byte(`"finish_reason":"length"`)) {
-		j.usage.finish = "length"
-	}
-	if i := bytes.LastIndex(raw, []byte(`"predicted_per_second":`)); i >= 0 {
-		_ = json.NewDecoder(bytes.NewReader(raw[i+len(`"predicted_per_second":`):])).Decode(&j.usage.tps)
-	}
-	s.metrics.Tokens.WithLabelValues("prompt").Add(float64(prompt))
-	s.metrics.Tokens.WithLabelValues("completion").Add(float64(completion))
-	if j.stages.Tokens != nil && prompt > 0 {
-		j.stages.Tokens.Observe(len([]rune(j.promptText)), prompt)
-	}
-}
-
 // streamFailed reports a broken stream in-band to a client that is still there.
 func (s *Server) streamFailed(ctx context.Context, out *openai.SSEWriter, err error) {
 	if errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled) {
@@ -88,10 +42,79 @@ func (s *Server) streamFailed(ctx context.Context, out *openai.SSEWriter, err er
 }
 
 // renameModel shows clients the model name they asked for, not the engine's
-// internal alias.
+// internal alias. The result is b itself when there is nothing to rename.
 func (s *Server) renameModel(b []byte) []byte {
 	if s.upstreamModel == nil {
 		return b
 	}
-	return bytes.Replace(b, s.upstreamModel, s.clientModel, 1)
+	i := bytes.Index(b, s.upstreamModel)
+	if i < 0 {
+		return b
+	}
+	return s.spliceModel(b, i)
+}
+
+// renamedCopy is a copy of b (nil when b is empty) with the model renamed
+// as renameModel does, made in one allocation.
+func (s *Server) renamedCopy(b []byte) []byte {
+	if s.upstreamModel != nil {
+		if i := bytes.Index(b, s.upstreamModel); i >= 0 {
+			return s.spliceModel(b, i)
+		}
+	}
+	return append([]byte(nil), b...)
+}
+
+// renameLent is renameModel for an event lent to its reader: b itself when
+// nothing is renamed, else the renamed event in scratch, which it returns
+// for reuse.
+func (s *Server) renameLent(b, scratch []byte) (ev, buf []byte) {
+	if s.upstreamModel == nil {
+		return b, scratch
+	}
+	i := bytes.Index(b, s.upstreamModel)
+	if i < 0 {
+		return b, scratch
+	}
+	buf = append(scratch[:0], b[:i]...)
+	buf = append(buf, s.clientModel...)
+	buf = append(buf, b[i+len(s.upstreamModel):]...)
+	return buf, buf
+}
+
+// spliceModel is b with the upstream model pattern at i replaced by the
+// client's.
+func (s *Server) spliceModel(b []byte, i int) []byte {
+	out := make([]byte, 0, len(b)-len(s.upstreamModel)+len(s.clientModel))
+	out = append(out, b[:i]...)
+	out = append(out, s.clientModel...)
+	return append(out, b[i+len(s.upstreamModel):]...)
+}
+
+// readAll is io.ReadAll(io.LimitReader(r, limit)) with the buffer sized
+// from size (a Content-Length, -1 when unknown) instead of grown from 512
+// bytes.
+func readAll(r io.Reader, size, limit int64) ([]byte, error) {
+	if size < 0 || size > limit {
+		size = 511
+	}
+	b := make([]byte, 0, size+1) // +1: EOF is seen without growing
+	for int64(len(b)) < limit {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		room := b[len(b):cap(b)]
+		if rest := limit - int64(len(b)); int64(len(room)) > rest {
+			room = room[:rest]
+		}
+		n, err := r.Read(room)
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// tokenCounts reads an answer's token counts without parsing the whole
+// answer: the OpenAI "usage" object, else llama.cpp's "timings". Inside
+// generated text these keys appear only with escaped quotes, so the last
+// unescaped match is the top-level one.
+func tokenCounts(raw []byte) (prompt, completion int, ok bool) {
+	if i := bytes.LastIndex(raw, []byte(`"usage":`)); i >= 0 {
+		var u struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		}
+		if decodeObjectAt(raw, i+len(`"usage":`), &u) {
+			return u.PromptTokens, u.CompletionTokens, true
+		}
+	}
+	if i := bytes.LastIndex(raw, []byte(`"timings":`)); i >= 0 {
+		var t struct {
+			PromptN    int `json:"prompt_n"`
+			PredictedN int `json:"predicted_n"`
+		}
+		if decodeObjectAt(raw, i+len(`"timings":`), &t) {
+			return t.PromptN, t.PredictedN, true
+		}
+	}
+	return 0, 0, false
+}
+
+func (s *Server) recordUsage(j *job, raw []byte) {
+	prompt, completion, ok := tokenCounts(raw)
+	if !ok {
+		return
+	}
+	j.usage.prompt, j.usage.completion = prompt, completion
+	j.usage.finish = "stop"
+	if bytes.Contains(raw, []byte(`"finish_reason":"length"`)) {
+		j.usage.finish = "length"
+	}
+	if i := bytes.LastIndex(raw, []byte(`"predicted_per_second":`)); i >= 0 {
+		decodeFloatAt(raw, i+len(`"predicted_per_second":`), &j.usage.tps)
+	}
+	s.metrics.Tokens.WithLabelValues("prompt").Add(float64(prompt))
+	s.metrics.Tokens.WithLabelValues("completion").Add(float64(completion))
+	if j.stages.Tokens != nil && prompt > 0 {
+		j.stages.Tokens.Observe(utf8.RuneCountInString(j.promptText), prompt)
+	}
+}
+
+// The two decoders below give the result of
+// json.NewDecoder(bytes.NewReader(raw[i:])).Decode(v) == nil, which reads
+// the first JSON value after i and ignores what follows it, without the
+// decoder's buffers: only an object is handed to json.Unmarshal.
+
+// decodeObjectAt decodes the JSON value at raw[i:] into v, a pointer to a
+// struct, and reports whether that succeeded.
+func decodeObjectAt(raw []byte, i int, v any) bool {
+	i = skipSpace(raw, i)
+	switch {
+	case i == len(raw):
+		return false
+	case raw[i] == '{':
+		end := objectEnd(raw, i)
+		return end > 0 && json.Unmarshal(raw[i:end], v) == nil
+	}
+	// null leaves v as it is; any other value is a syntax or type error.
+	return bytes.HasPrefix(raw[i:], []byte("null"))
+}
+
+// decodeFloatAt decodes the JSON value at raw[i:] into *f when it is a
+// number that fits; any other value leaves *f as it is, as the decoder does
+// (null, or an error).
+func decodeFloatAt(raw []byte, i int, f *float64) {
+	i = skipSpace(raw, i)
+	end := numberEnd(raw, i)
+	if end < 0 {
+		return
+	}
+	if v, err := strconv.ParseFloat(string(raw[i:end]), 64); err == nil {
+		*f = v
+	}
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// objectEnd returns the index just past the object or array that starts at
+// b[i], matching brackets outside strings, or -1 when it does not end. It
+// does not validate: a valid value ends where the decoder ends it.
+func objectEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(b) {
+				return -1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
+
+// numberEnd returns the index just past the longest JSON number at b[i],
+// where the decoder's scanner ends it, or -1 when b[i:] does not start with
+// a complete number (a sign or dot or exponent without digits).
+func numberEnd(b []byte, i int) int {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digitsEnd(b, i)
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digitsEnd(b, i+1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digitsEnd(b, i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}
+
+func digitsEnd(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
