@@ -69,6 +69,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		res = tg.stages.Compiler.Chat(req)
 	}
 	var text strings.Builder
+	n := 0
+	for _, m := range req.Messages {
+		n += len(m.Content.String()) + 1
+	}
+	text.Grow(n)
 	for _, m := range req.Messages {
 		text.WriteString(m.Content.String())
 		text.WriteByte('\n')

@@ -49,7 +49,7 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) error {
 // readBody reads a JSON request body within the configured limit. The limit
 // is enforced while reading: an oversized body is never buffered whole.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			return nil, &openai.Error{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error",
@@ -62,7 +62,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(30 * time.Second))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readLimited(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err == nil {
 		_ = rc.SetReadDeadline(time.Time{}) // streams may run long
 	} else {
@@ -120,4 +120,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// readLimited reads r to EOF into a buffer sized from the declared length
+// (already checked against the limit), so a typical body is read without
+// regrowing.
+func readLimited(r io.Reader, declared int64) ([]byte, error) {
+	if declared <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, declared+1) // +1: room to see EOF without regrowing
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // the body was longer than declared
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }

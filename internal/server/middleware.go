@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -93,7 +94,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 			s.metrics.SlowTotal.Inc()
 			s.log.Info("slow request", "request_id", requestIDFrom(r.Context()), "method", r.Method, "path", r.URL.Path,
 				"status", sw.status, "duration_ms", d.Milliseconds())
-		} else {
+		} else if s.log.Enabled(r.Context(), slog.LevelDebug) { // spares boxing the arguments
 			s.log.Debug("request", "request_id", requestIDFrom(r.Context()), "method", r.Method, "path", r.URL.Path,
 				"status", sw.status, "duration_ms", d.Milliseconds())
 		}
