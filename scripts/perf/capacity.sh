@@ -14,15 +14,25 @@ start upstream "$OUT/upstream-capacity.log" "$RAYGW" bench upstream --addr "127.
 wait_health "http://127.0.0.1:$UP_PORT"
 start_gateway "$GW_PORT" "http://127.0.0.1:$UP_PORT" perf \
   RAY_SCHEDULER_CONCURRENCY=1024 RAY_SCHEDULER_MAX_QUEUE=4096 RAY_SCHEDULER_MAX_QUEUED_TOKENS=100000000 \
-  RAY_SCHEDULER_MAX_INFLIGHT_TOKENS=100000000 RAY_SCHEDULER_BATCH_WINDOW_MS=0 RAY_GRACEFUL_DEGRADATION_ENABLED=false
+  RAY_SCHEDULER_MAX_INFLIGHT_TOKENS=100000000 RAY_SCHEDULER_BATCH_WINDOW_MS=0 RAY_GRACEFUL_DEGRADATION_ENABLED=false \
+  RAY_LLAMA_CPP_THREADS_HTTP="${THREADS_HTTP:-2}"
 machine | tee "$OUT/capacity-machine.txt"
 for c in $CONNECTIONS; do
   for target in upstream raygw; do
     port=$UP_PORT
     [ "$target" = raygw ] && port=$GW_PORT
     echo "== $target, $c connections, $DURATION"
+    before=$(cpu_ticks "$GATEWAY_PID")
     wrk -t2 -c"$c" -d"$DURATION" --latency -s "$REPO/scripts/perf/chat.lua" "http://127.0.0.1:$port/v1/chat/completions" \
       | tee "$OUT/capacity-$target-c$c.txt"
+    if [ "$target" = raygw ]; then
+      # raygw's own CPU per request (user + system), the figure that does not
+      # depend on how the 2 vCPUs are shared with wrk and the fake engine.
+      ticks=$(($(cpu_ticks "$GATEWAY_PID") - before))
+      reqs=$(awk '/requests in/ {print $1}' "$OUT/capacity-$target-c$c.txt")
+      awk -v t="$ticks" -v n="$reqs" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+        us = t / hz * 1e6 / n; printf "raygw CPU: %.1f us per request (%.0f requests per CPU-second)\n", us, 1e6 / us }'
+    fi
   done
 done
 echo "raygw RSS after the runs: $(rss_kib "$GATEWAY_PID") KiB (peak $(hwm_kib "$GATEWAY_PID") KiB)"

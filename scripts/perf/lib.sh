@@ -87,3 +87,6 @@ machine() {
   echo "go: $(go version | awk '{print $3}')"
   echo "raygw: $(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo unknown) (+ working tree)"
 }
+
+# cpu_ticks prints a process's user + system CPU time in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
