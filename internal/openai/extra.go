@@ -81,47 +81,7 @@ func jsonInt(raw json.RawMessage) (int64, bool) {
 func decodes(raw json.RawMessage, v any) bool { return json.Unmarshal(raw, v) == nil }
 
 // isJSONNumber reports whether b is exactly one JSON number.
-func isJSONNumber(b []byte) bool {
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(b, i)
-	default:
-		return false
-	}
-	if i < len(b) && b[i] == '.' {
-		if j := digits(b, i+1); j > i+1 {
-			i = j
-		} else {
-			return false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digits(b, i)
-		if j == i {
-			return false
-		}
-		i = j
-	}
-	return i == len(b)
-}
-
-// digits returns the index after the run of ASCII digits starting at i.
-func digits(b []byte, i int) int {
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	return i
-}
+func isJSONNumber(b []byte) bool { return NumberEnd(b, 0) == len(b) }
 
 // EngineFields are the request fields beyond the OpenAI schema that raygw
 // forwards to the engine (llama.cpp sampling options, grammars, LoRA

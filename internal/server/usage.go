@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/raygw/raygw/internal/openai"
 	"strconv"
 	"unicode/utf8"
 )
@@ -78,7 +79,7 @@ func decodeObjectAt(raw []byte, i int, v any) bool {
 // (null, or an error).
 func decodeFloatAt(raw []byte, i int, f *float64) {
 	i = skipSpace(raw, i)
-	end := numberEnd(raw, i)
+	end := openai.NumberEnd(raw, i)
 	if end < 0 {
 		return
 	}
@@ -121,47 +122,4 @@ func objectEnd(b []byte, i int) int {
 		}
 	}
 	return -1
-}
-
-// numberEnd returns the index just past the longest JSON number at b[i],
-// where the decoder's scanner ends it, or -1 when b[i:] does not start with
-// a complete number (a sign or dot or exponent without digits).
-func numberEnd(b []byte, i int) int {
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digitsEnd(b, i)
-	default:
-		return -1
-	}
-	if i < len(b) && b[i] == '.' {
-		j := digitsEnd(b, i+1)
-		if j == i+1 {
-			return -1
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digitsEnd(b, i)
-		if j == i {
-			return -1
-		}
-		i = j
-	}
-	return i
-}
-
-func digitsEnd(b []byte, i int) int {
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	return i
 }
