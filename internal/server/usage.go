@@ -3,9 +3,10 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/raygw/raygw/internal/openai"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/raygw/raygw/internal/openai"
 )
 
 // tokenCounts reads an answer's token counts without parsing the whole
