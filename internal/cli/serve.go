@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/raygw/raygw/internal/jobs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/raygw/raygw/internal/config"
 	"github.com/raygw/raygw/internal/engine/llamacpp"
 	"github.com/raygw/raygw/internal/engine/openaicompat"
+	"github.com/raygw/raygw/internal/jobs"
 	"github.com/raygw/raygw/internal/server"
 	"github.com/raygw/raygw/internal/telemetry"
 )
