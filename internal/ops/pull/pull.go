@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/raygw/raygw/internal/ops/checksum"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/raygw/raygw/internal/ops/checksum"
 	"github.com/raygw/raygw/internal/ops/gguf"
 )
 

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/raygw/raygw/internal/ops/checksum"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/raygw/raygw/internal/ops/checksum"
 	"github.com/raygw/raygw/internal/ops/engineprobe"
 	"github.com/raygw/raygw/internal/ops/gguf"
 	"github.com/raygw/raygw/internal/ops/hostfs"
