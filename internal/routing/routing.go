@@ -39,7 +39,8 @@ type Recorder interface {
 	Record(req *Request, ep *Endpoint)
 }
 
-// Filter keeps the endpoints that may serve req.
+// Filter keeps the endpoints that may serve req. It must not modify eps;
+// it may return eps itself when every endpoint passes.
 type Filter interface {
 	Filter(req *Request, eps []*Endpoint) []*Endpoint
 }
@@ -82,7 +83,18 @@ func (r *Router) Pick(req *Request, eps []*Endpoint, offset int) (*Endpoint, err
 	if len(eps) == 0 {
 		return nil, ErrNoEndpoint
 	}
-	total := make([]float64, len(eps))
+	if len(eps) == 1 {
+		// The only candidate wins whatever the scores; a Recorder still
+		// learns the pick in Pool.Acquire.
+		return eps[0], nil
+	}
+	var buf [8]float64 // spares an allocation for small pools
+	var total []float64
+	if len(eps) <= len(buf) {
+		total = buf[:len(eps)]
+	} else {
+		total = make([]float64, len(eps))
+	}
 	for _, w := range r.Scorers {
 		for i, s := range w.Scorer.Score(req, eps) {
 			total[i] += w.Weight * s
@@ -110,13 +122,20 @@ type Serving struct{}
 
 // Filter implements Filter.
 func (Serving) Filter(_ *Request, eps []*Endpoint) []*Endpoint {
-	out := eps[:0:0]
-	for _, e := range eps {
-		if e.Healthy && !e.Draining {
-			out = append(out, e)
+	for i, e := range eps {
+		if !e.Healthy || e.Draining {
+			// Copy only when some endpoint is dropped.
+			out := make([]*Endpoint, i, len(eps)-1)
+			copy(out, eps[:i])
+			for _, e := range eps[i+1:] {
+				if e.Healthy && !e.Draining {
+					out = append(out, e)
+				}
+			}
+			return out
 		}
 	}
-	return out
+	return eps
 }
 
 // Excluded drops the endpoints the request names in Exclude.

@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/raygw/raygw/internal/openai"
 )
@@ -23,14 +26,30 @@ func requestIDFrom(ctx context.Context) string {
 	return id
 }
 
+// idContext carries the request id as context.WithValue would, boxing it
+// only when looked up (logs) rather than for every request.
+type idContext struct {
+	context.Context
+	id string
+}
+
+func (c *idContext) Value(key any) any {
+	if k, ok := key.(ctxKey); ok && k == requestIDKey {
+		return c.id
+	}
+	return c.Context.Value(key)
+}
+
 // requestID gives every request an id, echoed in X-Request-Id.
 func (s *Server) requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
-		id := hex.EncodeToString(b[:])
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+		var hx [16]byte
+		hex.Encode(hx[:], b[:])
+		id := string(hx[:])
+		w.Header()["X-Request-Id"] = []string{id} // canonical already
+		next.ServeHTTP(w, r.WithContext(&idContext{Context: r.Context(), id: id}))
 	})
 }
 
@@ -104,19 +123,49 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 // instrument records per-route counts, latency and in-flight requests.
 func (s *Server) instrument(route string, next http.Handler) http.Handler {
 	dur := s.metrics.Duration.WithLabelValues(route)
+	codes := &codeCounters{vec: s.metrics.Requests, route: route}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.now()
 		s.metrics.Inflight.Inc()
-		sw := &statusWriter{ResponseWriter: w}
+		sw, outer := w.(*statusWriter)
+		if !outer || sw.status != 0 {
+			sw = &statusWriter{ResponseWriter: w}
+		}
 		defer func() {
 			s.metrics.Inflight.Dec()
 			code := sw.status
 			if code == 0 {
 				code = http.StatusOK
 			}
-			s.metrics.Requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+			codes.get(code).Inc()
 			dur.Observe(s.now().Sub(start).Seconds())
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// codeCounters caches one route's request counters by status code, so a
+// request does not hash its labels; a series appears at its first request.
+type codeCounters struct {
+	vec   *prometheus.CounterVec
+	route string
+	mu    sync.RWMutex
+	m     map[int]prometheus.Counter
+}
+
+func (c *codeCounters) get(code int) prometheus.Counter {
+	c.mu.RLock()
+	ctr, ok := c.m[code]
+	c.mu.RUnlock()
+	if ok {
+		return ctr
+	}
+	ctr = c.vec.WithLabelValues(c.route, strconv.Itoa(code))
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[int]prometheus.Counter)
+	}
+	c.m[code] = ctr // at most one per status code: bounded
+	c.mu.Unlock()
+	return ctr
 }

@@ -46,6 +46,10 @@ func NewTransport() *http.Transport {
 	}
 }
 
+// jsonContentType is the Content-Type header value of every Post, shared
+// read-only (a header's value slice is replaced, never written in place).
+var jsonContentType = []string{"application/json"}
+
 // New returns a client for baseURL with a shared transport.
 func New(baseURL, apiKey string, tr http.RoundTripper) *Client {
 	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), APIKey: apiKey, HTTP: &http.Client{Transport: tr}}
@@ -58,7 +62,7 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) (*http.Resp
 	if err != nil {
 		return nil, openai.Internal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header["Content-Type"] = jsonContentType
 	// A generation changes no engine state, so the request may be replayed
 	// when the engine closed a kept-alive connection just as it was reused.
 	// A nil header value marks it replayable and is never sent.
