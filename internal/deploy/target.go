@@ -92,14 +92,7 @@ func (t *Target) Client() (*openaicompat.Client, error) {
 }
 
 // Ready reports whether some replica can serve.
-func (t *Target) Ready() bool {
-	for _, e := range t.d.pool.Snapshot() {
-		if e.Healthy && !e.Draining {
-			return true
-		}
-	}
-	return false
-}
+func (t *Target) Ready() bool { return t.d.pool.Serving() }
 
 // ContextWindow is the deployment's max model length (0: unknown), lowered
 // to the smallest per-slot context its healthy llama.cpp replicas report.

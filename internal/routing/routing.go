@@ -276,6 +276,18 @@ func (p *Pool) InFlight(id string) int {
 	return 0
 }
 
+// Serving reports whether some endpoint is healthy and not draining.
+func (p *Pool) Serving() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.eps {
+		if e.Healthy && !e.Draining {
+			return true
+		}
+	}
+	return false
+}
+
 // Snapshot copies the endpoints.
 func (p *Pool) Snapshot() []Endpoint {
 	p.mu.Lock()

@@ -129,3 +129,22 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		l.Release()
 	}
 }
+
+func TestPoolServing(t *testing.T) {
+	p := NewPool(nil)
+	if p.Serving() {
+		t.Fatal("empty pool serving")
+	}
+	p.Upsert("a", "http://a", false, 1)
+	if p.Serving() {
+		t.Fatal("unhealthy endpoint serving")
+	}
+	p.Upsert("a", "http://a", true, 1)
+	if !p.Serving() {
+		t.Fatal("healthy endpoint not serving")
+	}
+	p.SetDraining("a")
+	if p.Serving() {
+		t.Fatal("draining endpoint serving")
+	}
+}

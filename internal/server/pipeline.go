@@ -155,7 +155,7 @@ func (s *Server) runJob(ctx context.Context, client *openaicompat.Client, j *job
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer drainClose(resp.Body)
 	if tr := j.stages.Slots; tr != nil && slot >= 0 && j.prefix != 0 {
 		tr.Remember(slot, j.prefix)
 	}
@@ -337,3 +337,17 @@ func (s *Server) follow(ctx context.Context, k *sink, next func(context.Context)
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// drainTimeout bounds the read of what follows an answer's end.
+const drainTimeout = 50 * time.Millisecond
+
+// drainClose reads what is left of an engine answer, such as the chunked
+// encoding's end after a stream's [DONE], so the connection goes back to
+// the pool instead of being closed; an engine that sends nothing more
+// within drainTimeout (or more than 4 KiB) has its connection closed.
+func drainClose(body io.ReadCloser) {
+	t := time.AfterFunc(drainTimeout, func() { _ = body.Close() })
+	_, _ = io.CopyN(io.Discard, body, 4<<10)
+	t.Stop()
+	_ = body.Close()
+}
