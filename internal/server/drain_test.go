@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -45,7 +46,13 @@ func TestStreamsReuseEngineConnections(t *testing.T) {
 	}
 	tr := openaicompat.NewTransport()
 	defer tr.CloseIdleConnections()
-	srv, err := New(Deps{Config: l, Backend: fixedBackend{openaicompat.New(eng.URL, "", tr)},
+	// idle hears each engine connection going back to the pool.
+	idle := make(chan error, 16)
+	traced := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		trace := &httptrace.ClientTrace{PutIdleConn: func(err error) { idle <- err }}
+		return tr.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), trace)))
+	})
+	srv, err := New(Deps{Config: l, Backend: fixedBackend{openaicompat.New(eng.URL, "", traced)},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +63,14 @@ func TestStreamsReuseEngineConnections(t *testing.T) {
 		srv.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body)))
 		if rec.Code != 200 || !strings.HasSuffix(rec.Body.String(), "data: [DONE]\n\n") {
 			t.Fatalf("stream %d: %d %q", i, rec.Code, rec.Body.String())
+		}
+		select { // the answer's end is read after the client got [DONE]
+		case err := <-idle:
+			if err != nil {
+				t.Fatalf("stream %d: connection not pooled: %v", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("stream %d: the engine connection never went back to the pool", i)
 		}
 	}
 	if n := conns.Load(); n != 1 {
@@ -77,3 +92,7 @@ func TestDrainCloseBoundsASilentEngine(t *testing.T) {
 		t.Fatal("the body was not closed")
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

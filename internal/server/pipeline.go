@@ -149,13 +149,27 @@ func (s *Server) runJob(ctx context.Context, client *openaicompat.Client, j *job
 	if err != nil {
 		return nil, openai.Internal(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, durationMS(s.cfg.Model.TimeoutMS))
-	defer cancel()
+	// The engine call may outlive this function by the read of its answer's
+	// end (below); a client that leaves still cancels it while it runs.
+	parent := ctx
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), durationMS(s.cfg.Model.TimeoutMS))
+	detach := context.AfterFunc(parent, cancel)
 	resp, err := client.Post(ctx, j.path, payload)
 	if err != nil {
+		detach()
+		cancel()
 		return nil, err
 	}
-	defer drainClose(resp.Body)
+	defer func() {
+		if detach() && j.stream {
+			// The client gets its [DONE] now; the chunked end that follows
+			// it is read in the background so the connection is reused.
+			go func() { drainClose(resp.Body); cancel() }()
+			return
+		}
+		drainClose(resp.Body)
+		cancel()
+	}()
 	if tr := j.stages.Slots; tr != nil && slot >= 0 && j.prefix != 0 {
 		tr.Remember(slot, j.prefix)
 	}
