@@ -93,3 +93,30 @@ func grepLines(s, substr string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestGatewayModelExternal: in external mode the gateway's deployment is
+// the running engine at RAY_MODEL_BASE_URL, health-checked at /health, and
+// serves through it; when the engine goes away it turns unhealthy and the
+// endpoint answers 503.
+func TestGatewayModelExternal(t *testing.T) {
+	eng := testenv.StartLlamaServer(t)
+	env := testenv.GatewayEnv(t)
+	env["RAY_ADMIN_API_KEYS"] = adminKey
+	env["RAY_ENGINE_MODE"] = "external"
+	env["RAY_MODEL_BASE_URL"] = eng.URL
+	g := testenv.StartGateway(t, env)
+	st := waitGateway(t, g.URL, "default", runningWith(1))
+	if st.ModelClass != deploy.ClassOpenAI || st.ReplicasStatus[0].Address != eng.URL || st.Source != deploy.SourceConfig {
+		t.Fatalf("external gateway deployment %+v", st)
+	}
+	chat := `{"model":"stories","messages":[{"role":"user","content":"Hi"}],"max_tokens":4}`
+	if resp := postJSON(t, g.URL+"/v1/chat/completions", chat); resp.StatusCode != 200 {
+		t.Fatalf("through the external engine: %d", resp.StatusCode)
+	}
+	_ = eng.Cmd.Process.Kill()
+	waitGateway(t, g.URL, "default", func(s deploy.Status) bool { return s.Status == deploy.Unhealthy })
+	if resp := postJSON(t, g.URL+"/v1/chat/completions", chat); resp.StatusCode != http.StatusServiceUnavailable ||
+		resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("engine gone: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
