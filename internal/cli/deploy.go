@@ -121,7 +121,12 @@ func (c *deployClient) printJSON(b []byte) error {
 		_, err = c.out.Write(b)
 		return err
 	}
-	enc := json.NewEncoder(c.out)
+	return writeJSON(c.out, v)
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -69,9 +68,7 @@ the llama-server of RAY_LLAMA_CPP_BINARY_PATH, on PATH, or given by --quantize-b
 				return err
 			}
 			if jsonOut {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(info)
+				return writeJSON(cmd.OutOrStdout(), info)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s %s, n_embd %d, %d layers, %d/%d heads, ff %d, vocab %d (%s), ctx %d, %d parameters, %.1f MiB, %s\n",
 				out, s.Name, info.FileType, info.Embd, info.Layers, info.Heads, info.HeadsKV, info.FF, info.Vocab,

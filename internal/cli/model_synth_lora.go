@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -40,9 +39,7 @@ per-request adapter selection need.`,
 				return err
 			}
 			if jsonOut {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(info)
+				return writeJSON(cmd.OutOrStdout(), info)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: LoRA adapter for %s, rank %d, alpha %g, %d weights, %d parameters, %.1f KiB\n",
 				out, info.Arch, info.Rank, info.Alpha, len(info.Weights), info.Params, float64(info.SizeBytes)/1024)

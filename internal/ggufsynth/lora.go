@@ -1,7 +1,6 @@
 package ggufsynth
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -176,17 +175,7 @@ func writeLoRA(w io.Writer, info LoRAInfo, ts []tensor, o LoRAOptions) error {
 		{"adapter.type", "lora"},
 		{"adapter.lora.alpha", o.Alpha},
 	}
-	e := &enc{w: bufio.NewWriterSize(w, 1<<20)}
-	e.header(kvs, ts)
-	buf := make([]byte, 0, 1<<16)
-	for _, t := range ts {
-		buf = writeTensor(e, t, o.Seed, false, buf)
-		e.pad()
-	}
-	if e.err != nil {
-		return e.err
-	}
-	return e.w.Flush()
+	return writeFile(w, kvs, ts, o.Seed, false)
 }
 
 // writeAtomic writes path (mode 0644, readable by an engine running as

@@ -102,19 +102,21 @@ func Write(w io.Writer, o Options, dry bool) error {
 	if err != nil {
 		return err
 	}
-	ts := s.tensors(typ)
+	return writeFile(w, kvs, s.tensors(typ), o.Seed, dry)
+}
+
+// writeFile writes a whole GGUF file: the header with kvs and the tensor
+// infos, then each tensor's seeded data (zeros with dry).
+func writeFile(w io.Writer, kvs []kv, ts []tensor, seed uint64, dry bool) error {
 	e := &enc{w: bufio.NewWriterSize(w, 1<<20)}
 	e.header(kvs, ts)
 	buf := make([]byte, 0, 1<<16)
 	for _, t := range ts {
-		buf = writeTensor(e, t, o.Seed, dry, buf)
+		buf = writeTensor(e, t, seed, dry, buf)
 		e.pad()
 		if e.err != nil {
 			return e.err
 		}
-	}
-	if e.err != nil {
-		return e.err
 	}
 	return e.w.Flush()
 }
