@@ -20,7 +20,8 @@ var (
 	buildErr  error
 )
 
-// Raygw builds the raygw binary once per test process and returns its path.
+// Raygw builds the raygw binary once per test process and returns its path
+// (with the race detector when RAYGW_TEST_RACE is set).
 func Raygw(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -30,7 +31,13 @@ func Raygw(t testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(dir, "raygw")
-		cmd := exec.Command("go", "build", "-o", buildPath, "./cmd/raygw")
+		args := []string{"build", "-o", buildPath}
+		if os.Getenv("RAYGW_TEST_RACE") != "" {
+			// A gateway built with the race detector; with GORACE=halt_on_error=1
+			// in the environment a race kills it, so the test fails.
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, "./cmd/raygw")...)
 		cmd.Dir = RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
@@ -121,7 +128,7 @@ func StartGatewayAlive(t testing.TB, env map[string]string, args ...string) *Gat
 func startGateway(t testing.TB, probe string, env map[string]string, args []string) *Gateway {
 	t.Helper()
 	cmd := exec.Command(Raygw(t), append([]string{"serve"}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GORACE=" + os.Getenv("GORACE")}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -130,6 +131,9 @@ func TestServeWithDeployments(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("raygw did not stop")
 	}
+	// Fresh ports: another test process may have taken the old ones since.
+	env["RAY_PORT"] = strconv.Itoa(testenv.FreePort(t))
+	env["RAY_LLAMA_CPP_PORT"] = strconv.Itoa(testenv.FreePort(t))
 	g2 := testenv.StartGateway(t, env)
 	st := waitGateway(t, g2.URL, "tales", runningWith(1))
 	if st.ModelName != "tales-model" {

@@ -126,7 +126,8 @@ func TestAcceptedJobSurvivesRestart(t *testing.T) {
 	_ = g1.Signal(syscall.SIGKILL) // the gateway dies with the job accepted but not done
 	<-g1.Exited()
 
-	g2 := testenv.StartGateway(t, env) // same storage, now with an engine
+	env["RAY_PORT"] = strconv.Itoa(testenv.FreePort(t)) // the old port may be taken by now
+	g2 := testenv.StartGateway(t, env)                  // same storage, now with an engine
 	if v := waitJob(t, g2.URL, job.ID); v.Status != "succeeded" {
 		t.Fatalf("job after restart: %q %s", v.Status, v.Result)
 	}
