@@ -176,6 +176,20 @@ func New(opts Options) *Scheduler {
 		slotBusy: make([]bool, max(opts.Slots, 0)), avgRun: time.Second}
 }
 
+// SetConcurrency changes how many jobs run at once (min 1), as a
+// deployment's healthy replicas come and go. Waiting jobs are admitted at
+// once when it grows; running jobs are never stopped when it shrinks.
+func (s *Scheduler) SetConcurrency(n int) {
+	n = max(n, 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n == s.opts.Concurrency {
+		return
+	}
+	s.opts.Concurrency = n
+	s.dispatchLocked(time.Now())
+}
+
 type waiter struct {
 	job       Job
 	tokens    int

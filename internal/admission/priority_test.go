@@ -219,3 +219,32 @@ func TestIdleSchedulerSkipsTheBatchWindow(t *testing.T) {
 		first.Release()
 	})
 }
+
+// TestSetConcurrencyAdmitsWaiters: raising the concurrency admits waiting
+// jobs at once; lowering it stops new admissions but no running job.
+func TestSetConcurrencyAdmitsWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := base()
+		o.Concurrency, o.BatchWindow = 1, 0
+		s := New(o)
+		first := mustTicket(t, start(s, t.Context(), Job{OutputCap: 10}))
+		second := start(s, t.Context(), Job{OutputCap: 10})
+		synctest.Wait()
+		if _, ok := ready(second); ok {
+			t.Fatal("admitted beyond the concurrency")
+		}
+		s.SetConcurrency(2)
+		synctest.Wait()
+		tk := mustTicket(t, second)
+		s.SetConcurrency(1)
+		third := start(s, t.Context(), Job{OutputCap: 10})
+		first.Release()
+		synctest.Wait()
+		if _, ok := ready(third); ok {
+			t.Fatal("admitted with two running and a concurrency of 1")
+		}
+		tk.Release()
+		synctest.Wait()
+		mustTicket(t, third).Release()
+	})
+}

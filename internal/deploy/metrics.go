@@ -182,6 +182,9 @@ func (d *deployment) metrics() Metrics {
 		}
 		m.Replicas = append(m.Replicas, ReplicaMetrics{ID: r.ID, Status: r.Status, InFlight: r.InFlight, Requests: r.Requests})
 	}
+	if f, ok := d.queued.Load().(func() int); ok {
+		m.Queued += f() // waiting in the gateway's scheduler
+	}
 	d.win.summary(&m)
 	return m
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/raygw/raygw/internal/engine/openaicompat"
@@ -52,6 +53,9 @@ type deployment struct {
 	builtin *Builtin
 	// nctx is each healthy llama.cpp replica's per-slot context (from /props).
 	nctx sync.Map // replica id -> int
+	// queued reports requests waiting in the gateway for this deployment
+	// (a func() int, set by the data path).
+	queued atomic.Value
 
 	mu         sync.RWMutex
 	spec       Spec

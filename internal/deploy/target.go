@@ -94,6 +94,15 @@ func (t *Target) Client() (*openaicompat.Client, error) {
 // Ready reports whether some replica can serve.
 func (t *Target) Ready() bool { return t.d.pool.Serving() }
 
+// ReportQueue makes the deployment's metrics count the requests f says are
+// waiting in the gateway for it (its admission queue).
+func (t *Target) ReportQueue(f func() int) { t.d.queued.Store(f) }
+
+// Capacity is how many requests the healthy replicas run at once (their
+// llama.cpp slots); known is false for engines whose slot count raygw does
+// not know (vLLM, external endpoints).
+func (t *Target) Capacity() (n int, known bool) { return t.d.pool.Capacity() }
+
 // ContextWindow is the deployment's max model length (0: unknown), lowered
 // to the smallest per-slot context its healthy llama.cpp replicas report.
 func (t *Target) ContextWindow() int {

@@ -288,6 +288,22 @@ func (p *Pool) Serving() bool {
 	return false
 }
 
+// Capacity is the number of requests the serving endpoints run at once
+// (the sum of their slots); known is false when some serving endpoint's
+// slot count is unknown (0).
+func (p *Pool) Capacity() (n int, known bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	known = true
+	for _, e := range p.eps {
+		if e.Healthy && !e.Draining {
+			n += e.Slots
+			known = known && e.Slots > 0
+		}
+	}
+	return n, known
+}
+
 // Snapshot copies the endpoints.
 func (p *Pool) Snapshot() []Endpoint {
 	p.mu.Lock()

@@ -148,3 +148,21 @@ func TestPoolServing(t *testing.T) {
 		t.Fatal("draining endpoint serving")
 	}
 }
+
+func TestPoolCapacity(t *testing.T) {
+	p := NewPool(nil)
+	p.Upsert("a", "http://a", true, 2)
+	p.Upsert("b", "http://b", true, 2)
+	p.Upsert("c", "http://c", false, 2)
+	if n, known := p.Capacity(); n != 4 || !known {
+		t.Fatalf("capacity %d %v, want 4 known", n, known)
+	}
+	p.SetDraining("b")
+	if n, _ := p.Capacity(); n != 2 {
+		t.Fatalf("capacity with one draining %d, want 2", n)
+	}
+	p.Upsert("d", "http://d", true, 0)
+	if _, known := p.Capacity(); known {
+		t.Fatal("an endpoint of unknown slots makes the capacity unknown")
+	}
+}

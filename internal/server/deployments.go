@@ -13,9 +13,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
+	"github.com/raygw/raygw/internal/admission"
+	"github.com/raygw/raygw/internal/config"
 	"github.com/raygw/raygw/internal/deploy"
 	"github.com/raygw/raygw/internal/openai"
 )
@@ -30,10 +34,58 @@ type target struct {
 // deploymentStages are the stages of a request for another deployment:
 // the engine-agnostic ones (prompt compiler, response cache, in-flight
 // dedupe) are shared with the gateway's model, their keys scoped to the
-// deployment; the scheduler, slot map and pressure stages describe the
-// gateway's own engine, not another deployment's replicas.
+// deployment; the slot map and pressure stages describe the gateway's own
+// engine, not another deployment's replicas. A deployment whose replicas'
+// slots are known gets a scheduler of its own (schedulers).
 func deploymentStages(own *Stages) *Stages {
 	return &Stages{Compiler: own.Compiler, Cache: own.Cache, Dedupe: own.Dedupe}
+}
+
+// schedulers holds one admission scheduler per llama.cpp deployment: its
+// concurrency follows the healthy replicas' slots; its queue bound, queue
+// timeout, batch window and short-job priority are the RAY_SCHEDULER_*
+// settings. The token budgets are left off: they size the gateway's own
+// engine's KV cache, not a deployment's.
+type schedulers struct {
+	opts   admission.Options
+	mu     sync.Mutex
+	m      map[string]*Stages
+	queued map[string]func() int // each scheduler's queue length, for the deployment's metrics
+}
+
+func newSchedulers(cfg *config.Config, log *slog.Logger) *schedulers {
+	sc := cfg.Scheduler
+	return &schedulers{m: map[string]*Stages{}, queued: map[string]func() int{}, opts: admission.Options{
+		MaxQueue: sc.MaxQueue, RequestTimeout: config.Duration(sc.RequestTimeoutMS),
+		BatchWindow: config.Duration(sc.BatchWindowMS), ShortJobMaxTokens: sc.ShortJobMaxTokens,
+		AffinityLookahead: sc.AffinityLookahead, Logger: log}}
+}
+
+// stagesFor returns t's stages: shared ones plus its own scheduler sized
+// to its capacity now, or the shared ones alone when its capacity is
+// unknown.
+func (s *Server) stagesFor(t *deploy.Target) *Stages {
+	n, known := t.Capacity()
+	if !known || n <= 0 {
+		return s.depStages
+	}
+	ss := s.depScheds
+	ss.mu.Lock()
+	st, ok := ss.m[t.Name()]
+	if !ok {
+		st = deploymentStages(s.stages)
+		o := ss.opts
+		o.Concurrency = n
+		sched := admission.New(o)
+		st.Sched = sched
+		ss.m[t.Name()] = st
+		ss.queued[t.Name()] = func() int { return sched.Stats().Queued }
+	}
+	queued := ss.queued[t.Name()]
+	ss.mu.Unlock()
+	t.ReportQueue(queued) // again each time: a deployment deleted and created anew keeps its name
+	st.Sched.SetConcurrency(n)
+	return st
 }
 
 // scopeModel names the deployment and adapter in the model a cache or
@@ -77,7 +129,7 @@ func (s *Server) pick(r *http.Request, model string, extra map[string]json.RawMe
 		if derr != nil {
 			return target{}, derr
 		}
-		return target{backend: t, stages: s.depStages, dep: t}, nil
+		return target{backend: t, stages: s.stagesFor(t), dep: t}, nil
 	}
 	if s.deps == nil {
 		return target{}, openai.NotFound("deployment_not_found", "no deployment is named %q", name)
@@ -90,7 +142,7 @@ func (s *Server) pick(r *http.Request, model string, extra map[string]json.RawMe
 		// The gateway's own model under its deployment name: same pipeline.
 		return target{backend: s.backend, stages: s.stages}, nil
 	}
-	return target{backend: t, stages: s.depStages, dep: t}, nil
+	return target{backend: t, stages: s.stagesFor(t), dep: t}, nil
 }
 
 // servedModels quotes every model name this gateway answers to.

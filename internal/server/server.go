@@ -69,8 +69,10 @@ type Server struct {
 	limits  openai.Limits
 	sec     *security
 	stages  *Stages
-	// depStages are the stages of requests for other deployments.
+	// depStages are the stages of requests for other deployments;
+	// depScheds adds a scheduler per llama.cpp deployment.
 	depStages *Stages
+	depScheds *schedulers
 	deps      *deploy.Manager
 	draining  atomic.Bool
 
@@ -95,6 +97,7 @@ func New(d Deps) (*Server, error) {
 		s.stages = &Stages{}
 	}
 	s.depStages = deploymentStages(s.stages)
+	s.depScheds = newSchedulers(s.cfg, s.log)
 	if err := d.Metrics.Registry.Register(newStageCollector(s.stages)); err != nil {
 		return nil, err
 	}
