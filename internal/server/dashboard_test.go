@@ -166,3 +166,25 @@ func TestDashboardAssetsSuitStrictCSP(t *testing.T) {
 		t.Error("style.css loads other resources")
 	}
 }
+
+// TestDashboardServesOnlyItsOwnFiles: no path reaches a file outside the
+// embedded assets, whatever its encoding.
+func TestDashboardServesOnlyItsOwnFiles(t *testing.T) {
+	h := newSecTestServer(t, nil).Handler()
+	for _, target := range []string{
+		"/dashboard/../../../../etc/passwd",
+		"/dashboard/%2e%2e/%2e%2e/etc/passwd",
+		"/dashboard/..%2f..%2fetc%2fpasswd",
+		"/dashboard/.%2e/server.go",
+		"/dashboard//etc/passwd",
+		"/dashboard/app.js%00.png",
+		"/dashboard/web.go",
+		"/dashboard/../metrics",
+	} {
+		rec := dashGet(t, h, "GET", target, nil)
+		body := rec.Body.String()
+		if rec.Code == http.StatusOK || strings.Contains(body, "root:") || strings.Contains(body, "package ") {
+			t.Errorf("%s: %d %.80q", target, rec.Code, body)
+		}
+	}
+}
