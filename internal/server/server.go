@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/raygw/raygw/internal/config"
@@ -76,6 +77,9 @@ type Server struct {
 	deps      *deploy.Manager
 	draining  atomic.Bool
 
+	// promptTokens and completionTokens are the Tokens series, looked up once.
+	promptTokens, completionTokens prometheus.Counter
+
 	// upstreamModel/clientModel are `"model":"<name>"` byte patterns used to
 	// show clients their model name; nil when the names are the same.
 	upstreamModel, clientModel []byte
@@ -91,6 +95,8 @@ func New(d Deps) (*Server, error) {
 	}
 	s := &Server{cfg: d.Config.Config, backend: d.Backend, metrics: d.Metrics, log: d.Logger.With("component", "server"),
 		now: d.Now, mux: http.NewServeMux(), limits: openai.DefaultLimits}
+	s.promptTokens = d.Metrics.Tokens.WithLabelValues("prompt")
+	s.completionTokens = d.Metrics.Tokens.WithLabelValues("completion")
 	s.stages = d.Stages
 	s.deps = d.Deployments
 	if s.stages == nil {

@@ -48,8 +48,8 @@ func (s *Server) recordUsage(j *job, raw []byte) {
 	if i := bytes.LastIndex(raw, []byte(`"predicted_per_second":`)); i >= 0 {
 		decodeFloatAt(raw, i+len(`"predicted_per_second":`), &j.usage.tps)
 	}
-	s.metrics.Tokens.WithLabelValues("prompt").Add(float64(prompt))
-	s.metrics.Tokens.WithLabelValues("completion").Add(float64(completion))
+	s.promptTokens.Add(float64(prompt))
+	s.completionTokens.Add(float64(completion))
 	if j.stages.Tokens != nil && prompt > 0 {
 		j.stages.Tokens.Observe(utf8.RuneCountInString(j.promptText), prompt)
 	}
