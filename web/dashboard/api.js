@@ -55,7 +55,7 @@ export function accessProblem(e) {
 
 export function listProblem(e) {
   if (e.status === 404) {
-    return 'The deployments control plane is off on this gateway (it needs a writable RAY_STATE_DIR): ' + e.message;
+    return 'This address does not serve the raygw deployments API (404): ' + e.message;
   }
   return accessProblem(e) || e.message;
 }
