@@ -272,7 +272,9 @@ func (d *deployment) apply(ev event) {
 	}
 	spec := d.spec
 	d.mu.Unlock()
-	if changed && st == ReplicaHealthy && spec.ModelClass == ClassLlamaCpp {
+	if changed && st == ReplicaHealthy {
+		// llama-server (managed, or external behind the gateway's own model)
+		// reports its per-slot context; other engines answer 404, ignored.
 		d.readContext(r.id, r.rt.Address())
 	} else if st != ReplicaHealthy {
 		d.nctx.Delete(r.id)

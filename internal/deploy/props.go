@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -40,6 +41,9 @@ func perSlotContext(ctx context.Context, address string) (int, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("/props answered %d", resp.StatusCode)
+	}
 	var props struct {
 		Default struct {
 			NCtx int `json:"n_ctx"`

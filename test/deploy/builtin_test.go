@@ -113,6 +113,13 @@ func TestGatewayModelExternal(t *testing.T) {
 	if resp := postJSON(t, g.URL+"/v1/chat/completions", chat); resp.StatusCode != 200 {
 		t.Fatalf("through the external engine: %d", resp.StatusCode)
 	}
+	// The engine's per-slot context (512 over 2 slots) bounds requests, not
+	// RAY_MODEL_CONTEXT_WINDOW (2048): read from its /props.
+	code, body := call(t, "POST", g.URL+"/v1/completions", "",
+		`{"model":"stories","prompt":"`+strings.Repeat("once upon a time ", 60)+`","max_tokens":100}`)
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "of 256 tokens") {
+		t.Fatalf("max_tokens over the engine's per-slot context: %d %s", code, truncate(body))
+	}
 	_ = eng.Cmd.Process.Kill()
 	waitGateway(t, g.URL, "default", func(s deploy.Status) bool { return s.Status == deploy.Unhealthy })
 	if resp := postJSON(t, g.URL+"/v1/chat/completions", chat); resp.StatusCode != http.StatusServiceUnavailable ||
