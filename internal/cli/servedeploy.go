@@ -124,7 +124,9 @@ func startBuiltin(ctx context.Context, cfg *config.Loaded, m *deploy.Manager, me
 			}
 		case deploy.ReplicaUnhealthy:
 			metrics.EngineUp.Set(0)
-			metrics.Restarts.Inc()
+			if cfg.Engine.Mode == "managed" { // an external engine is not restarted by raygw
+				metrics.Restarts.Inc()
+			}
 		default:
 			metrics.EngineUp.Set(0)
 		}
