@@ -234,7 +234,7 @@ func decode(body []byte, v any, known map[string]bool) (map[string]json.RawMessa
 	}
 	// body is one valid JSON value; only an object is a request (null
 	// decodes into a struct without error).
-	if body[skipSpace(body, 0)] != '{' {
+	if body[SkipSpace(body, 0)] != '{' {
 		return nil, BadRequest("", "request body must be a JSON object")
 	}
 	extra, _, err := filterExtra(unknownMembers(body, known))

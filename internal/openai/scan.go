@@ -12,8 +12,8 @@ import (
 // isSpace reports JSON insignificant whitespace.
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// skipSpace returns the index of the first non-space byte at or after i.
-func skipSpace(b []byte, i int) int {
+// SkipSpace returns the index of the first non-space byte at or after i.
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
@@ -34,12 +34,12 @@ func stringEnd(b []byte, i int) int {
 	return -1
 }
 
-// valueEnd returns the index just past the JSON value starting at b[i]
+// ValueEnd returns the index just past the JSON value starting at b[i]
 // (which must not be a space): the matching bracket of an object or array,
 // the closing quote of a string, the end of a literal or number. It returns
 // -1 when an object, array or string does not end. The value is not
 // validated: decode b[i:end] to learn whether it is valid.
-func valueEnd(b []byte, i int) int {
+func ValueEnd(b []byte, i int) int {
 	if i >= len(b) {
 		return -1
 	}
@@ -81,14 +81,14 @@ func valueEnd(b []byte, i int) int {
 // name is known.
 func unknownMembers(body []byte, known map[string]bool) map[string]json.RawMessage {
 	var extra map[string]json.RawMessage
-	i := skipSpace(body, 0) + 1 // past '{'
+	i := SkipSpace(body, 0) + 1 // past '{'
 	for {
-		i = skipSpace(body, i)
+		i = SkipSpace(body, i)
 		switch body[i] {
 		case '}':
 			return extra
 		case ',':
-			i = skipSpace(body, i+1)
+			i = SkipSpace(body, i+1)
 		}
 		end := stringEnd(body, i)
 		name := body[i+1 : end-1]
@@ -103,8 +103,8 @@ func unknownMembers(body []byte, known map[string]bool) map[string]json.RawMessa
 		if escaped {
 			unquoted = unquote(body[i:end])
 		}
-		i = skipSpace(body, skipSpace(body, end)+1) // past ':'
-		vend := valueEnd(body, i)
+		i = SkipSpace(body, SkipSpace(body, end)+1) // past ':'
+		vend := ValueEnd(body, i)
 		val := body[i:vend]
 		i = vend
 		if escaped {

@@ -63,12 +63,12 @@ func (s *Server) recordUsage(j *job, raw []byte) {
 // decodeObjectAt decodes the JSON value at raw[i:] into v, a pointer to a
 // struct, and reports whether that succeeded.
 func decodeObjectAt(raw []byte, i int, v any) bool {
-	i = skipSpace(raw, i)
+	i = openai.SkipSpace(raw, i)
 	switch {
 	case i == len(raw):
 		return false
 	case raw[i] == '{':
-		end := objectEnd(raw, i)
+		end := openai.ValueEnd(raw, i)
 		return end > 0 && json.Unmarshal(raw[i:end], v) == nil
 	}
 	// null leaves v as it is; any other value is a syntax or type error.
@@ -79,7 +79,7 @@ func decodeObjectAt(raw []byte, i int, v any) bool {
 // number that fits; any other value leaves *f as it is, as the decoder does
 // (null, or an error).
 func decodeFloatAt(raw []byte, i int, f *float64) {
-	i = skipSpace(raw, i)
+	i = openai.SkipSpace(raw, i)
 	end := openai.NumberEnd(raw, i)
 	if end < 0 {
 		return
@@ -87,40 +87,4 @@ func decodeFloatAt(raw []byte, i int, f *float64) {
 	if v, err := strconv.ParseFloat(string(raw[i:end]), 64); err == nil {
 		*f = v
 	}
-}
-
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// objectEnd returns the index just past the object or array that starts at
-// b[i], matching brackets outside strings, or -1 when it does not end. It
-// does not validate: a valid value ends where the decoder ends it.
-func objectEnd(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-			if i >= len(b) {
-				return -1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth == 0 {
-				return i + 1
-			}
-		}
-	}
-	return -1
 }
