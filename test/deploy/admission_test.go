@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,15 +26,7 @@ func TestDeploymentAdmission(t *testing.T) {
 	g := testenv.StartGateway(t, env)
 	s := spec(t, "one", 1)
 	s["engine_config"] = map[string]any{"ctx_size": 2048, "parallel": 1}
-	specFile := filepath.Join(t.TempDir(), "spec.json")
-	b, _ := json.Marshal(s)
-	if err := os.WriteFile(specFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := cli(t, g.URL, "create", "-f", specFile); err != nil {
-		t.Fatalf("deploy create: %v\n%s", err, out)
-	}
-	waitGateway(t, g.URL, "one", runningWith(1))
+	createThroughGateway(t, g.URL, s)
 	url := g.URL + "/d/one/v1/chat/completions"
 
 	// A long stream (2.7 MB with top_logprobs) holds the only slot while

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,15 +21,7 @@ func TestPrefixAffinityAcrossReplicas(t *testing.T) {
 	g := testenv.StartGateway(t, env)
 	s := spec(t, "pair", 2)
 	s["engine_config"] = map[string]any{"ctx_size": 1024, "parallel": 1}
-	specFile := filepath.Join(t.TempDir(), "spec.json")
-	b, _ := json.Marshal(s)
-	if err := os.WriteFile(specFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := cli(t, g.URL, "create", "-f", specFile); err != nil {
-		t.Fatalf("deploy create: %v\n%s", err, out)
-	}
-	waitGateway(t, g.URL, "pair", runningWith(2))
+	createThroughGateway(t, g.URL, s)
 
 	families := map[string]string{
 		"A": strings.Repeat("Once upon a time there was a little girl named Lily who loved to play in the park. ", 3),

@@ -47,6 +47,21 @@ func call(t *testing.T, method, url, key, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// createThroughGateway creates deployment s with `raygw deploy create -f`
+// against the gateway at url and waits until it runs its replicas.
+func createThroughGateway(t *testing.T, url string, s map[string]any) {
+	t.Helper()
+	specFile := filepath.Join(t.TempDir(), "spec.json")
+	b, _ := json.Marshal(s)
+	if err := os.WriteFile(specFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli(t, url, "create", "-f", specFile); err != nil {
+		t.Fatalf("deploy create: %v\n%s", err, out)
+	}
+	waitGateway(t, url, s["name"].(string), runningWith(s["replicas"].(int)))
+}
+
 func waitGateway(t *testing.T, url, name string, cond func(deploy.Status) bool) deploy.Status {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
