@@ -59,6 +59,7 @@ func newServeCmd(g *Globals) *cobra.Command {
 // accepting, drains in-flight requests and finally stops the engine.
 func serve(ctx context.Context, cfg *config.Loaded, reload func() (*config.Loaded, error)) error {
 	log := telemetry.NewLogger(os.Stderr, cfg.LogLevel, cfg.Telemetry.ServiceName)
+	slog.SetDefault(log) // components built without a logger write the same JSON lines
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration", "warning", w)
 	}
