@@ -125,17 +125,7 @@ func TestMemoryRatio(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			files := unified()
-			for k, v := range tt.edit {
-				if v == "" {
-					delete(files, k)
-				} else {
-					files[k] = v
-				}
-			}
-			root := tree(t, files)
-			srcs, _ := Discover(os.DirFS(root))
-			r := sample(srcs)
+			r := sample(editedSources(t, tt.edit))
 			if r.MemoryRatio.OK != tt.wantOK || !near(r.MemoryRatio.Value, tt.want) {
 				t.Fatalf("memory ratio = %+v, want {%g %v}", r.MemoryRatio, tt.want, tt.wantOK)
 			}
@@ -185,17 +175,7 @@ func TestPressureSource(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			files := unified()
-			for k, v := range tt.edit {
-				if v == "" {
-					delete(files, k)
-				} else {
-					files[k] = v
-				}
-			}
-			root := tree(t, files)
-			srcs, _ := Discover(os.DirFS(root))
-			r := sample(srcs)
+			r := sample(editedSources(t, tt.edit))
 			if r.MemoryPSISource != tt.wantSrc || r.MemoryPSISome != tt.want || r.MemoryPSIFull != tt.full {
 				t.Fatalf("memory PSI = %q %+v %+v, want %q %+v %+v", r.MemoryPSISource,
 					r.MemoryPSISome, r.MemoryPSIFull, tt.wantSrc, tt.want, tt.full)
@@ -288,4 +268,20 @@ func TestRSSSource(t *testing.T) {
 			}
 		})
 	}
+}
+
+// editedSources discovers the signal sources of the unified cgroup tree
+// with edit applied: a path set to "" is removed, others are written.
+func editedSources(t *testing.T, edit map[string]string) []Source {
+	t.Helper()
+	files := unified()
+	for k, v := range edit {
+		if v == "" {
+			delete(files, k)
+		} else {
+			files[k] = v
+		}
+	}
+	srcs, _ := Discover(os.DirFS(tree(t, files)))
+	return srcs
 }

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -37,29 +39,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "errors %s: %s\n", s.Target, strings.Join(parts, " "))
 	}
-	if len(r.Ratios) > 0 && len(r.Summaries) == 2 {
-		keys := make([]string, 0, len(r.Ratios))
-		for k := range r.Ratios {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		fmt.Fprintf(w, "ratios %s/%s:", r.Summaries[1].Target, r.Summaries[0].Target)
-		for _, k := range keys {
-			fmt.Fprintf(w, " %s=%.3f", k, r.Ratios[k])
-		}
-		fmt.Fprintln(w)
-	}
-	if len(r.DeltasMS) > 0 && len(r.Summaries) == 2 {
-		keys := make([]string, 0, len(r.DeltasMS))
-		for k := range r.DeltasMS {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		fmt.Fprintf(w, "deltas %s-%s (ms):", r.Summaries[1].Target, r.Summaries[0].Target)
-		for _, k := range keys {
-			fmt.Fprintf(w, " %s=%+.3f", k, r.DeltasMS[k])
-		}
-		fmt.Fprintln(w)
+	if len(r.Summaries) == 2 {
+		a, b := r.Summaries[0].Target, r.Summaries[1].Target
+		printSorted(w, "ratios "+b+"/"+a+":", r.Ratios, "%.3f")
+		printSorted(w, "deltas "+b+"-"+a+" (ms):", r.DeltasMS, "%+.3f")
 	}
 	return nil
 }
@@ -93,4 +76,17 @@ func qualityCell(s Summary) string {
 		return "-"
 	}
 	return fmt.Sprintf("%d/%d", s.Quality.Passed, s.Quality.Checked)
+}
+
+// printSorted prints a line of title and key=value pairs in key order; an
+// empty map prints nothing.
+func printSorted(w io.Writer, title string, m map[string]float64, format string) {
+	if len(m) == 0 {
+		return
+	}
+	fmt.Fprint(w, title)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(w, " %s="+format, k, m[k])
+	}
+	fmt.Fprintln(w)
 }
